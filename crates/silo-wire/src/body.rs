@@ -1,0 +1,289 @@
+//! JSON bodies (spec 2.5, 2.6, 2.10, 2.12). Written as compact standard JSON with keys in
+//! alphabetical order (fields are declared alphabetically) and quoted map keys; read with the
+//! fastjson quirk tolerated: bare integer map keys such as `{0:"10.0.0.7:10911"}`.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize, de::DeserializeOwned};
+
+use crate::error::{DecodeError, DecodeErrorKind};
+
+/// Nesting limit of the bare-key rewriter (serde_json's own limit is 128).
+const MAX_DEPTH: usize = 128;
+
+/// Quotes bare object keys (`{0:1}` → `{"0":1}`) so that a standard JSON parser accepts
+/// fastjson output. Returns the input unchanged, without copying, when there are none.
+pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
+    // A bit per nesting level: true = object. Fixed size, so input cannot inflate it.
+    let mut stack = [false; MAX_DEPTH];
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    let mut expect_key = false;
+    let mut out: Option<Vec<u8>> = None;
+    let mut copied = 0usize;
+    let mut i = 0usize;
+    while let Some(&b) = input.get(i) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            i = i.saturating_add(1);
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = true;
+                expect_key = false;
+            }
+            b'{' | b'[' => {
+                let slot = stack.get_mut(depth).ok_or(DecodeError::new(
+                    i,
+                    DecodeErrorKind::InvalidJson("nested too deeply".into()),
+                ))?;
+                *slot = b == b'{';
+                depth = depth.saturating_add(1);
+                expect_key = b == b'{';
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                expect_key = false;
+            }
+            b',' => {
+                expect_key = depth
+                    .checked_sub(1)
+                    .and_then(|d| stack.get(d))
+                    .copied()
+                    .unwrap_or(false);
+            }
+            b' ' | b'\t' | b'\r' | b'\n' => {}
+            _ if expect_key => {
+                // A bare key runs up to the colon.
+                let len = input
+                    .get(i..)
+                    .and_then(|rest| rest.iter().position(|c| *c == b':'))
+                    .ok_or(DecodeError::new(
+                        i,
+                        DecodeErrorKind::InvalidJson("bare key without ':'".into()),
+                    ))?;
+                let end = i.saturating_add(len);
+                let key = input.get(i..end).unwrap_or_default().trim_ascii_end();
+                let buf =
+                    out.get_or_insert_with(|| Vec::with_capacity(input.len().saturating_add(16)));
+                buf.extend_from_slice(input.get(copied..i).unwrap_or_default());
+                buf.push(b'"');
+                buf.extend_from_slice(key);
+                buf.push(b'"');
+                copied = end;
+                i = end;
+                expect_key = false;
+                continue;
+            }
+            _ => expect_key = false,
+        }
+        i = i.saturating_add(1);
+    }
+    Ok(match out {
+        None => Cow::Borrowed(input),
+        Some(mut buf) => {
+            buf.extend_from_slice(input.get(copied..).unwrap_or_default());
+            Cow::Owned(buf)
+        }
+    })
+}
+
+/// Parses a JSON body written by Java, Go or Silo.
+pub fn decode_json_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    let text = quote_bare_keys(body)?;
+    serde_json::from_slice(&text)
+        .map_err(|e| DecodeError::new(0, DecodeErrorKind::InvalidJson(e.to_string())))
+}
+
+/// Writes a body as compact standard JSON.
+#[must_use]
+pub fn encode_json_body<T: Serialize>(body: &T) -> Vec<u8> {
+    // Serializing these plain structs and maps of strings cannot fail.
+    serde_json::to_vec(body).unwrap_or_default()
+}
+
+/// A tag code set entry: Java sends numbers, Go sends numeric strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TagCode(pub i32);
+
+impl<'de> Deserialize<'de> for TagCode {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(i64),
+            Str(String),
+        }
+        let value = match Raw::deserialize(d)? {
+            Raw::Int(v) => v,
+            Raw::Str(s) => s.trim().parse().map_err(serde::de::Error::custom)?,
+        };
+        // Java's hash wraps to 32 bits; Go may render it unsigned.
+        #[allow(clippy::cast_possible_truncation)]
+        Ok(TagCode(value as i32))
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionData {
+    pub class_filter_mode: bool,
+    pub code_set: Vec<TagCode>,
+    pub expression_type: Option<String>,
+    pub sub_string: String,
+    pub sub_version: i64,
+    pub tags_set: Vec<String>,
+    pub topic: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumerData {
+    pub consume_from_where: String,
+    pub consume_type: String,
+    pub group_name: String,
+    pub message_model: String,
+    pub subscription_data_set: Vec<SubscriptionData>,
+    pub unit_mode: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ProducerData {
+    pub group_name: String,
+}
+
+/// HEART_BEAT (34) body.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HeartbeatData {
+    #[serde(rename = "clientID")]
+    pub client_id: String,
+    #[serde(rename = "consumerDataSet")]
+    pub consumer_data_set: Vec<ConsumerData>,
+    #[serde(rename = "heartbeatFingerprint")]
+    pub heartbeat_fingerprint: i32,
+    #[serde(rename = "producerDataSet")]
+    pub producer_data_set: Vec<ProducerData>,
+    #[serde(rename = "withoutSub")]
+    pub without_sub: bool,
+}
+
+/// GET_CONSUMER_LIST_BY_GROUP (38) answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumerListBody {
+    pub consumer_id_list: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BrokerData {
+    /// brokerId (0 = master) → address.
+    pub broker_addrs: BTreeMap<i64, String>,
+    pub broker_name: String,
+    pub cluster: String,
+    pub enable_acting_master: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueueData {
+    pub broker_name: String,
+    pub perm: i32,
+    pub read_queue_nums: i32,
+    pub topic_sys_flag: i32,
+    pub write_queue_nums: i32,
+}
+
+/// GET_ROUTEINFO_BY_TOPIC (105) answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicRouteData {
+    pub broker_datas: Vec<BrokerData>,
+    pub filter_server_table: BTreeMap<String, Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub order_topic_conf: Option<String>,
+    pub queue_datas: Vec<QueueData>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DataVersion {
+    pub counter: i64,
+    pub state_version: i64,
+    pub timestamp: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicConfig {
+    pub attributes: BTreeMap<String, String>,
+    pub order: bool,
+    pub perm: i32,
+    pub read_queue_nums: i32,
+    pub topic_filter_type: String,
+    pub topic_name: String,
+    pub topic_sys_flag: i32,
+    pub write_queue_nums: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicConfigSerializeWrapper {
+    pub data_version: DataVersion,
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
+}
+
+/// REGISTER_BROKER (103) body, uncompressed form.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RegisterBrokerBody {
+    pub filter_server_list: Vec<String>,
+    pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bare_integer_keys_are_accepted() {
+        let text = br#"{"brokerDatas":[{"brokerAddrs":{0:"10.0.0.7:10911", 1 :"10.0.0.8:10911"},"brokerName":"b","cluster":"c"}],"queueDatas":[]}"#;
+        let route: TopicRouteData = decode_json_body(text).unwrap();
+        assert_eq!(route.broker_datas[0].broker_addrs[&1], "10.0.0.8:10911");
+        let out = String::from_utf8(encode_json_body(&route)).unwrap();
+        assert!(
+            out.contains(r#""brokerAddrs":{"0":"10.0.0.7:10911","1":"10.0.0.8:10911"}"#),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn strings_that_look_like_keys_are_left_alone() {
+        let text = br#"{"a":"{0:1}","b":[{"c":1},2]}"#;
+        assert!(matches!(quote_bare_keys(text).unwrap(), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn go_code_sets_are_strings() {
+        let sub: SubscriptionData =
+            decode_json_body(br#"{"codeSet":["2598919"],"tagsSet":["TagA"],"topic":"T"}"#).unwrap();
+        assert_eq!(sub.code_set, vec![TagCode(2_598_919)]);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let text = vec![b'['; 10_000];
+        assert!(decode_json_body::<serde_json::Value>(&text).is_err());
+    }
+}

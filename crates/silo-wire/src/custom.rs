@@ -1,0 +1,475 @@
+//! Typed custom headers (spec 2.0-2.10): each request or response header is a struct whose
+//! fields map to `extFields` keys. Required fields are plain types and missing ones are an
+//! error; optional fields are `Option`s and are omitted when `None`, as Java omits nulls.
+
+use crate::header::ExtFields;
+
+/// A custom header field that cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("required header field {0} is missing")]
+    Missing(&'static str),
+    #[error("header field {field} has invalid value {value:?}")]
+    Invalid { field: &'static str, value: String },
+}
+
+/// A struct carried in a command's `extFields`.
+pub trait CustomHeader: Sized {
+    /// Adds this header's fields to `ext`.
+    fn write_ext_fields(&self, ext: &mut ExtFields);
+    /// Reads this header from `ext`; unknown keys are ignored.
+    fn read_ext_fields(ext: &ExtFields) -> Result<Self, HeaderError>;
+
+    fn to_ext_fields(&self) -> ExtFields {
+        let mut ext = ExtFields::new();
+        self.write_ext_fields(&mut ext);
+        ext
+    }
+}
+
+/// A value type a header field can have.
+pub trait ExtValue: Sized {
+    fn parse_ext(s: &str) -> Option<Self>;
+    fn render_ext(&self) -> String;
+}
+
+impl ExtValue for String {
+    fn parse_ext(s: &str) -> Option<Self> {
+        Some(s.to_owned())
+    }
+    fn render_ext(&self) -> String {
+        self.clone()
+    }
+}
+
+macro_rules! int_ext_value {
+    ($($t:ty),*) => {$(
+        impl ExtValue for $t {
+            fn parse_ext(s: &str) -> Option<Self> {
+                s.trim().parse().ok()
+            }
+            fn render_ext(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+int_ext_value!(i32, i64);
+
+impl ExtValue for bool {
+    /// Java's `Boolean.parseBoolean`: "true" in any case is true, anything else false.
+    fn parse_ext(s: &str) -> Option<Self> {
+        Some(s.eq_ignore_ascii_case("true"))
+    }
+    fn render_ext(&self) -> String {
+        self.to_string()
+    }
+}
+
+/// How a field is read and written: required (`T`) or optional (`Option<T>`).
+pub trait ExtField: Sized {
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    fn write(&self, key: &'static str, ext: &mut ExtFields);
+}
+
+impl<T: ExtValue> ExtField for T {
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        let raw = ext.get(key).ok_or(HeaderError::Missing(key))?;
+        T::parse_ext(raw).ok_or_else(|| HeaderError::Invalid {
+            field: key,
+            value: raw.to_owned(),
+        })
+    }
+    fn write(&self, key: &'static str, ext: &mut ExtFields) {
+        ext.insert(key, self.render_ext());
+    }
+}
+
+impl<T: ExtValue> ExtField for Option<T> {
+    fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        match ext.get(key) {
+            None => Ok(None),
+            Some(raw) => T::parse_ext(raw)
+                .map(Some)
+                .ok_or_else(|| HeaderError::Invalid {
+                    field: key,
+                    value: raw.to_owned(),
+                }),
+        }
+    }
+    fn write(&self, key: &'static str, ext: &mut ExtFields) {
+        if let Some(v) = self {
+            ext.insert(key, v.render_ext());
+        }
+    }
+}
+
+macro_rules! custom_header {
+    ($(#[$meta:meta])* $name:ident { $( $(#[$fmeta:meta])* $field:ident : $ty:ty = $key:literal ),* $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, Default)]
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl CustomHeader for $name {
+            fn write_ext_fields(&self, ext: &mut ExtFields) {
+                $( ExtField::write(&self.$field, $key, ext); )*
+            }
+            fn read_ext_fields(ext: &ExtFields) -> Result<Self, HeaderError> {
+                Ok(Self { $( $field: ExtField::read(ext, $key)?, )* })
+            }
+        }
+    };
+}
+
+custom_header! {
+    /// SEND_MESSAGE (10) with long field names; sent by the Go client and old Java clients.
+    SendMessageRequestHeader {
+        producer_group: String = "producerGroup",
+        topic: String = "topic",
+        default_topic: String = "defaultTopic",
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        queue_id: i32 = "queueId",
+        sys_flag: i32 = "sysFlag",
+        born_timestamp: i64 = "bornTimestamp",
+        flag: i32 = "flag",
+        properties: Option<String> = "properties",
+        reconsume_times: Option<i32> = "reconsumeTimes",
+        unit_mode: Option<bool> = "unitMode",
+        batch: Option<bool> = "batch",
+        max_reconsume_times: Option<i32> = "maxReconsumeTimes",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
+    /// SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): the same fields under short names.
+    SendMessageRequestHeaderV2 {
+        producer_group: String = "a",
+        topic: String = "b",
+        default_topic: String = "c",
+        default_topic_queue_nums: i32 = "d",
+        queue_id: i32 = "e",
+        sys_flag: i32 = "f",
+        born_timestamp: i64 = "g",
+        flag: i32 = "h",
+        properties: Option<String> = "i",
+        reconsume_times: Option<i32> = "j",
+        unit_mode: Option<bool> = "k",
+        max_reconsume_times: Option<i32> = "l",
+        batch: Option<bool> = "m",
+        broker_name: Option<String> = "n",
+    }
+}
+
+impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
+    fn from(v2: SendMessageRequestHeaderV2) -> Self {
+        Self {
+            producer_group: v2.producer_group,
+            topic: v2.topic,
+            default_topic: v2.default_topic,
+            default_topic_queue_nums: v2.default_topic_queue_nums,
+            queue_id: v2.queue_id,
+            sys_flag: v2.sys_flag,
+            born_timestamp: v2.born_timestamp,
+            flag: v2.flag,
+            properties: v2.properties,
+            reconsume_times: v2.reconsume_times,
+            unit_mode: v2.unit_mode,
+            batch: v2.batch,
+            max_reconsume_times: v2.max_reconsume_times,
+            broker_name: v2.broker_name,
+        }
+    }
+}
+
+impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
+    fn from(v1: SendMessageRequestHeader) -> Self {
+        Self {
+            producer_group: v1.producer_group,
+            topic: v1.topic,
+            default_topic: v1.default_topic,
+            default_topic_queue_nums: v1.default_topic_queue_nums,
+            queue_id: v1.queue_id,
+            sys_flag: v1.sys_flag,
+            born_timestamp: v1.born_timestamp,
+            flag: v1.flag,
+            properties: v1.properties,
+            reconsume_times: v1.reconsume_times,
+            unit_mode: v1.unit_mode,
+            max_reconsume_times: v1.max_reconsume_times,
+            batch: v1.batch,
+            broker_name: v1.broker_name,
+        }
+    }
+}
+
+/// Request codes whose header is [`SendMessageRequestHeaderV2`].
+pub const SEND_V2_CODES: [i32; 4] = [310, 320, 324, 325];
+
+impl SendMessageRequestHeader {
+    /// Reads the send header of either naming, chosen by the request code.
+    pub fn read_for_code(code: i32, ext: &ExtFields) -> Result<Self, HeaderError> {
+        if SEND_V2_CODES.contains(&code) {
+            SendMessageRequestHeaderV2::read_ext_fields(ext).map(Self::from)
+        } else {
+            Self::read_ext_fields(ext)
+        }
+    }
+}
+
+custom_header! {
+    /// The answer to a send. `MSG_REGION` and `TRACE_ON` must be present: the Java client
+    /// reads them unguarded.
+    SendMessageResponseHeader {
+        msg_id: String = "msgId",
+        queue_id: i32 = "queueId",
+        queue_offset: i64 = "queueOffset",
+        transaction_id: Option<String> = "transactionId",
+        batch_uniq_id: Option<String> = "batchUniqId",
+        msg_region: String = "MSG_REGION",
+        trace_on: String = "TRACE_ON",
+    }
+}
+
+custom_header! {
+    /// PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361).
+    PullMessageRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        queue_offset: i64 = "queueOffset",
+        max_msg_nums: i32 = "maxMsgNums",
+        sys_flag: i32 = "sysFlag",
+        commit_offset: i64 = "commitOffset",
+        suspend_timeout_millis: i64 = "suspendTimeoutMillis",
+        subscription: Option<String> = "subscription",
+        sub_version: i64 = "subVersion",
+        expression_type: Option<String> = "expressionType",
+        max_msg_bytes: Option<i32> = "maxMsgBytes",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+/// PullSysFlag bits.
+pub mod pull_sys_flag {
+    pub const COMMIT_OFFSET: i32 = 0x1;
+    pub const SUSPEND: i32 = 0x2;
+    pub const SUBSCRIPTION: i32 = 0x4;
+    pub const CLASS_FILTER: i32 = 0x8;
+    pub const LITE_PULL: i32 = 0x10;
+}
+
+custom_header! {
+    /// The answer to a pull; the four required fields must be present for codes 0/19/20/21.
+    PullMessageResponseHeader {
+        suggest_which_broker_id: i64 = "suggestWhichBrokerId",
+        next_begin_offset: i64 = "nextBeginOffset",
+        min_offset: i64 = "minOffset",
+        max_offset: i64 = "maxOffset",
+        offset_delta: Option<i64> = "offsetDelta",
+        topic_sys_flag: Option<i32> = "topicSysFlag",
+        group_sys_flag: Option<i32> = "groupSysFlag",
+        forbidden_type: Option<i32> = "forbiddenType",
+    }
+}
+
+custom_header! {
+    /// QUERY_CONSUMER_OFFSET (14).
+    QueryConsumerOffsetRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        set_zero_if_not_found: Option<bool> = "setZeroIfNotFound",
+    }
+}
+
+custom_header! {
+    /// UPDATE_CONSUMER_OFFSET (15).
+    UpdateConsumerOffsetRequestHeader {
+        consumer_group: String = "consumerGroup",
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        commit_offset: i64 = "commitOffset",
+    }
+}
+
+custom_header! {
+    /// GET_MAX_OFFSET (30); `committed` defaults to true.
+    GetMaxOffsetRequestHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        committed: Option<bool> = "committed",
+    }
+}
+
+custom_header! {
+    /// GET_MIN_OFFSET (31) and GET_EARLIEST_MSG_STORETIME (32).
+    QueueRequestHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+    }
+}
+
+custom_header! {
+    /// SEARCH_OFFSET_BY_TIMESTAMP (29).
+    SearchOffsetRequestHeader {
+        topic: String = "topic",
+        queue_id: i32 = "queueId",
+        timestamp: i64 = "timestamp",
+        boundary_type: Option<String> = "boundaryType",
+    }
+}
+
+custom_header! {
+    /// The answer to the offset requests 14, 29, 30 and 31.
+    OffsetResponseHeader {
+        offset: i64 = "offset",
+    }
+}
+
+custom_header! {
+    /// The answer to GET_EARLIEST_MSG_STORETIME (32).
+    TimestampResponseHeader {
+        timestamp: i64 = "timestamp",
+    }
+}
+
+custom_header! {
+    /// GET_CONSUMER_LIST_BY_GROUP (38) and NOTIFY_CONSUMER_IDS_CHANGED (40).
+    ConsumerGroupRequestHeader {
+        consumer_group: String = "consumerGroup",
+    }
+}
+
+custom_header! {
+    /// UNREGISTER_CLIENT (35).
+    UnregisterClientRequestHeader {
+        client_id: String = "clientID",
+        producer_group: Option<String> = "producerGroup",
+        consumer_group: Option<String> = "consumerGroup",
+    }
+}
+
+custom_header! {
+    /// CONSUMER_SEND_MSG_BACK (36).
+    ConsumerSendMsgBackRequestHeader {
+        offset: i64 = "offset",
+        group: String = "group",
+        delay_level: i32 = "delayLevel",
+        origin_msg_id: Option<String> = "originMsgId",
+        origin_topic: Option<String> = "originTopic",
+        unit_mode: Option<bool> = "unitMode",
+        max_reconsume_times: Option<i32> = "maxReconsumeTimes",
+    }
+}
+
+custom_header! {
+    /// VIEW_MESSAGE_BY_ID (33): `offset` is the commit-log offset.
+    ViewMessageRequestHeader {
+        topic: Option<String> = "topic",
+        offset: i64 = "offset",
+    }
+}
+
+custom_header! {
+    /// GET_ROUTEINFO_BY_TOPIC (105).
+    GetRouteInfoRequestHeader {
+        topic: String = "topic",
+        accept_standard_json_only: Option<bool> = "acceptStandardJsonOnly",
+    }
+}
+
+custom_header! {
+    /// REGISTER_BROKER (103).
+    RegisterBrokerRequestHeader {
+        broker_name: String = "brokerName",
+        broker_addr: String = "brokerAddr",
+        cluster_name: String = "clusterName",
+        ha_server_addr: String = "haServerAddr",
+        broker_id: i64 = "brokerId",
+        heartbeat_timeout_millis: Option<i64> = "heartbeatTimeoutMillis",
+        enable_acting_master: Option<bool> = "enableActingMaster",
+        compressed: Option<bool> = "compressed",
+        body_crc32: Option<i32> = "bodyCrc32",
+    }
+}
+
+custom_header! {
+    /// The answer to REGISTER_BROKER; both fields are filled only for slaves.
+    RegisterBrokerResponseHeader {
+        ha_server_addr: Option<String> = "haServerAddr",
+        master_addr: Option<String> = "masterAddr",
+    }
+}
+
+custom_header! {
+    /// UNREGISTER_BROKER (104).
+    UnregisterBrokerRequestHeader {
+        broker_name: String = "brokerName",
+        broker_addr: String = "brokerAddr",
+        cluster_name: String = "clusterName",
+        broker_id: i64 = "brokerId",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn required_fields_are_enforced_and_optional_ones_omitted() {
+        let h = QueryConsumerOffsetRequestHeader {
+            consumer_group: "g".into(),
+            topic: "T".into(),
+            queue_id: 2,
+            set_zero_if_not_found: None,
+        };
+        let ext = h.to_ext_fields();
+        assert_eq!(ext.len(), 3);
+        assert_eq!(
+            QueryConsumerOffsetRequestHeader::read_ext_fields(&ext).unwrap(),
+            h
+        );
+        let mut partial = ExtFields::new();
+        partial.insert("topic", "T");
+        assert_eq!(
+            QueryConsumerOffsetRequestHeader::read_ext_fields(&partial),
+            Err(HeaderError::Missing("consumerGroup"))
+        );
+        partial.insert("consumerGroup", "g");
+        partial.insert("queueId", "zero");
+        assert!(matches!(
+            QueryConsumerOffsetRequestHeader::read_ext_fields(&partial),
+            Err(HeaderError::Invalid {
+                field: "queueId",
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn v1_and_v2_send_headers_carry_the_same_fields() {
+        let v2 = SendMessageRequestHeaderV2 {
+            producer_group: "pg".into(),
+            topic: "T".into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: 1,
+            sys_flag: 0,
+            born_timestamp: 1,
+            flag: 0,
+            properties: Some("TAGS\u{1}a\u{2}".into()),
+            batch: Some(true),
+            ..Default::default()
+        };
+        let v1 = SendMessageRequestHeader::read_for_code(320, &v2.to_ext_fields()).unwrap();
+        assert_eq!(v1.batch, Some(true));
+        assert_eq!(SendMessageRequestHeaderV2::from(v1.clone()), v2);
+        assert_eq!(
+            SendMessageRequestHeader::read_for_code(10, &v1.to_ext_fields()).unwrap(),
+            v1
+        );
+    }
+}
