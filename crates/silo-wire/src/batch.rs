@@ -31,10 +31,20 @@ impl OutgoingProperties<'_> {
     pub fn encoded_len(&self) -> Result<usize, EncodeError> {
         match self {
             Self::Pairs(pairs) => properties_len(pairs.iter().copied()),
-            Self::Raw(raw) if raw.len() > MAX_PROPERTIES_LEN => {
-                Err(EncodeError::PropertiesTooLong(raw.len()))
-            }
+            Self::Raw(raw) if raw.len() > MAX_PROPERTIES_LEN => Err(EncodeError::PropertiesTooLong(raw.len())),
             Self::Raw(raw) => Ok(raw.len()),
+        }
+    }
+
+    /// The encoded length without validation: only for the writing pass, after
+    /// [`encoded_len`](Self::encoded_len) has validated the same properties.
+    fn len_prevalidated(&self) -> usize {
+        match self {
+            Self::Pairs(pairs) => pairs
+                .iter()
+                .filter(|(_, v)| !v.is_empty())
+                .fold(0usize, |n, (k, v)| n.saturating_add(k.len()).saturating_add(v.len()).saturating_add(2)),
+            Self::Raw(raw) => raw.len(),
         }
     }
 
@@ -56,39 +66,31 @@ pub struct OutgoingMessage<'a> {
     pub properties: OutgoingProperties<'a>,
 }
 
-/// Size of one entry, with its properties length; validates the entry.
-fn entry_len(msg: &OutgoingMessage<'_>) -> Result<(usize, usize), EncodeError> {
+/// Size of one entry; validates the entry.
+fn entry_len(msg: &OutgoingMessage<'_>) -> Result<usize, EncodeError> {
     let props = msg.properties.encoded_len()?;
     let total = BATCH_ENTRY_OVERHEAD
         .checked_add(msg.body.len())
         .and_then(|n| n.checked_add(props))
         .filter(|n| i32::try_from(*n).is_ok())
-        .ok_or(EncodeError::TooLarge {
-            what: "batch entry",
-            len: msg.body.len(),
-        })?;
-    Ok((total, props))
+        .ok_or(EncodeError::TooLarge { what: "batch entry", len: msg.body.len() })?;
+    Ok(total)
 }
 
 /// The exact encoded size of `messages`.
 pub fn batch_encoded_len(messages: &[OutgoingMessage<'_>]) -> Result<usize, EncodeError> {
     messages.iter().try_fold(0usize, |acc, msg| {
-        let (len, _) = entry_len(msg)?;
-        acc.checked_add(len).ok_or(EncodeError::TooLarge {
-            what: "batch",
-            len: acc,
-        })
+        let len = entry_len(msg)?;
+        acc.checked_add(len).ok_or(EncodeError::TooLarge { what: "batch", len: acc })
     })
 }
 
-/// Writes one entry whose sizes were computed by [`entry_len`].
-fn write_entry<B: BufMut + ?Sized>(
-    msg: &OutgoingMessage<'_>,
-    total: usize,
-    props: usize,
-    out: &mut B,
-) {
-    // Both sizes were checked to fit their fields in `entry_len`.
+/// Writes one entry that [`batch_encoded_len`] has validated. Sizing it again costs only
+/// additions: the byte scans of validation are not repeated.
+fn write_entry<B: BufMut + ?Sized>(msg: &OutgoingMessage<'_>, out: &mut B) {
+    let props = msg.properties.len_prevalidated();
+    let total = BATCH_ENTRY_OVERHEAD.saturating_add(msg.body.len()).saturating_add(props);
+    // Both sizes were checked to fit their fields by `entry_len`.
     out.put_i32(i32::try_from(total).unwrap_or(i32::MAX));
     out.put_i32(0); // magic: ignored by brokers
     out.put_i32(0); // body CRC: the broker computes its own
@@ -107,8 +109,7 @@ pub fn encode_batch_into<B: BufMut + ?Sized>(
     // Validate everything before writing anything, so a failure leaves `out` untouched.
     let total = batch_encoded_len(messages)?;
     for msg in messages {
-        let (len, props) = entry_len(msg)?;
-        write_entry(msg, len, props, out);
+        write_entry(msg, out);
     }
     Ok(total)
 }
@@ -118,8 +119,7 @@ pub fn encode_batch(messages: &[OutgoingMessage<'_>]) -> Result<Bytes, EncodeErr
     let total = batch_encoded_len(messages)?;
     let mut buf = Vec::with_capacity(total);
     for msg in messages {
-        let (len, props) = entry_len(msg)?;
-        write_entry(msg, len, props, &mut buf);
+        write_entry(msg, &mut buf);
     }
     debug_assert_eq!(buf.len(), total);
     Ok(Bytes::from(buf))
@@ -148,11 +148,7 @@ pub struct BatchIter<'a> {
 /// Decodes a batch body lazily; see [`BatchIter`].
 #[must_use]
 pub fn decode_batch(input: &[u8]) -> BatchIter<'_> {
-    BatchIter {
-        input,
-        pos: 0,
-        failed: false,
-    }
+    BatchIter { input, pos: 0, failed: false }
 }
 
 fn decode_entry(input: &[u8], base: usize) -> Result<BatchEntry<'_>, DecodeError> {
@@ -162,10 +158,7 @@ fn decode_entry(input: &[u8], base: usize) -> Result<BatchEntry<'_>, DecodeError
     if total < BATCH_ENTRY_OVERHEAD || total > input.len() {
         return Err(DecodeError::new(
             at,
-            DecodeErrorKind::BadLength {
-                field: "batch entry totalSize",
-                value: total as i64,
-            },
+            DecodeErrorKind::BadLength { field: "batch entry totalSize", value: total as i64 },
         ));
     }
     let entry = input.get(..total).unwrap_or_default();
@@ -181,21 +174,11 @@ fn decode_entry(input: &[u8], base: usize) -> Result<BatchEntry<'_>, DecodeError
     if r.remaining() != 0 {
         return Err(DecodeError::new(
             body_at,
-            DecodeErrorKind::BadLength {
-                field: "batch entry totalSize",
-                value: total as i64,
-            },
+            DecodeErrorKind::BadLength { field: "batch entry totalSize", value: total as i64 },
         ));
     }
-    let properties =
-        PropertiesView::parse(props).map_err(|e| e.rebased(props_at.saturating_add(2)))?;
-    Ok(BatchEntry {
-        offset: base,
-        len: total,
-        flag,
-        body,
-        properties,
-    })
+    let properties = PropertiesView::parse(props).map_err(|e| e.rebased(props_at.saturating_add(2)))?;
+    Ok(BatchEntry { offset: base, len: total, flag, body, properties })
 }
 
 impl<'a> Iterator for BatchIter<'a> {
@@ -229,16 +212,8 @@ mod tests {
     fn round_trips_and_allocates_exactly() {
         let props = [("UNIQ_KEY", "ABC"), ("TAGS", "t")];
         let msgs = [
-            OutgoingMessage {
-                flag: 1,
-                body: b"hello",
-                properties: OutgoingProperties::Pairs(&props),
-            },
-            OutgoingMessage {
-                flag: -1,
-                body: b"",
-                properties: OutgoingProperties::Raw(b""),
-            },
+            OutgoingMessage { flag: 1, body: b"hello", properties: OutgoingProperties::Pairs(&props) },
+            OutgoingMessage { flag: -1, body: b"", properties: OutgoingProperties::Raw(b"") },
         ];
         let bytes = encode_batch(&msgs).unwrap();
         assert_eq!(bytes.len(), batch_encoded_len(&msgs).unwrap());
@@ -252,11 +227,7 @@ mod tests {
 
     #[test]
     fn a_lying_entry_size_is_an_error_with_offset() {
-        let msgs = [OutgoingMessage {
-            flag: 0,
-            body: b"abc",
-            properties: OutgoingProperties::Raw(b""),
-        }];
+        let msgs = [OutgoingMessage { flag: 0, body: b"abc", properties: OutgoingProperties::Raw(b"") }];
         let mut bytes = encode_batch(&msgs).unwrap().to_vec();
         let good = bytes.clone();
         bytes.extend_from_slice(&good);

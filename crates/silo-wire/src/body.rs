@@ -42,10 +42,9 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
                 expect_key = false;
             }
             b'{' | b'[' => {
-                let slot = stack.get_mut(depth).ok_or(DecodeError::new(
-                    i,
-                    DecodeErrorKind::InvalidJson("nested too deeply".into()),
-                ))?;
+                let slot = stack
+                    .get_mut(depth)
+                    .ok_or(DecodeError::new(i, DecodeErrorKind::InvalidJson("nested too deeply".into())))?;
                 *slot = b == b'{';
                 depth = depth.saturating_add(1);
                 expect_key = b == b'{';
@@ -55,11 +54,7 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
                 expect_key = false;
             }
             b',' => {
-                expect_key = depth
-                    .checked_sub(1)
-                    .and_then(|d| stack.get(d))
-                    .copied()
-                    .unwrap_or(false);
+                expect_key = depth.checked_sub(1).and_then(|d| stack.get(d)).copied().unwrap_or(false);
             }
             b' ' | b'\t' | b'\r' | b'\n' => {}
             _ if expect_key => {
@@ -67,14 +62,10 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
                 let len = input
                     .get(i..)
                     .and_then(|rest| rest.iter().position(|c| *c == b':'))
-                    .ok_or(DecodeError::new(
-                        i,
-                        DecodeErrorKind::InvalidJson("bare key without ':'".into()),
-                    ))?;
+                    .ok_or(DecodeError::new(i, DecodeErrorKind::InvalidJson("bare key without ':'".into())))?;
                 let end = i.saturating_add(len);
                 let key = input.get(i..end).unwrap_or_default().trim_ascii_end();
-                let buf =
-                    out.get_or_insert_with(|| Vec::with_capacity(input.len().saturating_add(16)));
+                let buf = out.get_or_insert_with(|| Vec::with_capacity(input.len().saturating_add(16)));
                 buf.extend_from_slice(input.get(copied..i).unwrap_or_default());
                 buf.push(b'"');
                 buf.extend_from_slice(key);
@@ -100,8 +91,7 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
 /// Parses a JSON body written by Java, Go or Silo.
 pub fn decode_json_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     let text = quote_bare_keys(body)?;
-    serde_json::from_slice(&text)
-        .map_err(|e| DecodeError::new(0, DecodeErrorKind::InvalidJson(e.to_string())))
+    serde_json::from_slice(&text).map_err(|e| DecodeError::new(0, DecodeErrorKind::InvalidJson(e.to_string())))
 }
 
 /// Writes a body as compact standard JSON.
@@ -241,7 +231,14 @@ pub struct TopicConfig {
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfigSerializeWrapper {
     pub data_version: DataVersion,
+    /// 5.x static-topic fields; Silo has no static topics but passes them through unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping_data_version: Option<DataVersion>,
     pub topic_config_table: BTreeMap<String, TopicConfig>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_queue_mapping_detail_map: Option<serde_json::Map<String, serde_json::Value>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_queue_mapping_info_map: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// REGISTER_BROKER (103) body, uncompressed form.
@@ -262,10 +259,7 @@ mod tests {
         let route: TopicRouteData = decode_json_body(text).unwrap();
         assert_eq!(route.broker_datas[0].broker_addrs[&1], "10.0.0.8:10911");
         let out = String::from_utf8(encode_json_body(&route)).unwrap();
-        assert!(
-            out.contains(r#""brokerAddrs":{"0":"10.0.0.7:10911","1":"10.0.0.8:10911"}"#),
-            "{out}"
-        );
+        assert!(out.contains(r#""brokerAddrs":{"0":"10.0.0.7:10911","1":"10.0.0.8:10911"}"#), "{out}");
     }
 
     #[test]

@@ -10,9 +10,7 @@ pub fn body_crc(data: &[u8]) -> i32 {
 /// Java `String.hashCode()` of `s`: `h = 31*h + c` over UTF-16 code units with wrap-around.
 #[must_use]
 pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
+    s.encode_utf16().fold(0i32, |h, unit| h.wrapping_mul(31).wrapping_add(i32::from(unit)))
 }
 
 /// The tags code stored in a consume-queue unit: the Java hash of the tag string sign-extended to

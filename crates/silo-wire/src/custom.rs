@@ -75,10 +75,7 @@ pub trait ExtField: Sized {
 impl<T: ExtValue> ExtField for T {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
         let raw = ext.get(key).ok_or(HeaderError::Missing(key))?;
-        T::parse_ext(raw).ok_or_else(|| HeaderError::Invalid {
-            field: key,
-            value: raw.to_owned(),
-        })
+        T::parse_ext(raw).ok_or_else(|| HeaderError::Invalid { field: key, value: raw.to_owned() })
     }
     fn write(&self, key: &'static str, ext: &mut ExtFields) {
         ext.insert(key, self.render_ext());
@@ -89,12 +86,9 @@ impl<T: ExtValue> ExtField for Option<T> {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
         match ext.get(key) {
             None => Ok(None),
-            Some(raw) => T::parse_ext(raw)
-                .map(Some)
-                .ok_or_else(|| HeaderError::Invalid {
-                    field: key,
-                    value: raw.to_owned(),
-                }),
+            Some(raw) => {
+                T::parse_ext(raw).map(Some).ok_or_else(|| HeaderError::Invalid { field: key, value: raw.to_owned() })
+            }
         }
     }
     fn write(&self, key: &'static str, ext: &mut ExtFields) {
@@ -282,6 +276,8 @@ custom_header! {
         topic: String = "topic",
         queue_id: i32 = "queueId",
         set_zero_if_not_found: Option<bool> = "setZeroIfNotFound",
+        /// 5.x `RpcRequestHeader` field: the broker the request is meant for.
+        broker_name: Option<String> = "bname",
     }
 }
 
@@ -292,6 +288,8 @@ custom_header! {
         topic: String = "topic",
         queue_id: i32 = "queueId",
         commit_offset: i64 = "commitOffset",
+        /// 5.x `RpcRequestHeader` field: the broker the request is meant for.
+        broker_name: Option<String> = "bname",
     }
 }
 
@@ -301,6 +299,8 @@ custom_header! {
         topic: String = "topic",
         queue_id: i32 = "queueId",
         committed: Option<bool> = "committed",
+        /// 5.x `RpcRequestHeader` field: the broker the request is meant for.
+        broker_name: Option<String> = "bname",
     }
 }
 
@@ -309,6 +309,7 @@ custom_header! {
     QueueRequestHeader {
         topic: String = "topic",
         queue_id: i32 = "queueId",
+        broker_name: Option<String> = "bname",
     }
 }
 
@@ -319,6 +320,8 @@ custom_header! {
         queue_id: i32 = "queueId",
         timestamp: i64 = "timestamp",
         boundary_type: Option<String> = "boundaryType",
+        /// 5.x `RpcRequestHeader` field: the broker the request is meant for.
+        broker_name: Option<String> = "bname",
     }
 }
 
@@ -425,13 +428,11 @@ mod tests {
             topic: "T".into(),
             queue_id: 2,
             set_zero_if_not_found: None,
+            broker_name: None,
         };
         let ext = h.to_ext_fields();
         assert_eq!(ext.len(), 3);
-        assert_eq!(
-            QueryConsumerOffsetRequestHeader::read_ext_fields(&ext).unwrap(),
-            h
-        );
+        assert_eq!(QueryConsumerOffsetRequestHeader::read_ext_fields(&ext).unwrap(), h);
         let mut partial = ExtFields::new();
         partial.insert("topic", "T");
         assert_eq!(
@@ -442,10 +443,7 @@ mod tests {
         partial.insert("queueId", "zero");
         assert!(matches!(
             QueryConsumerOffsetRequestHeader::read_ext_fields(&partial),
-            Err(HeaderError::Invalid {
-                field: "queueId",
-                ..
-            })
+            Err(HeaderError::Invalid { field: "queueId", .. })
         ));
     }
 
@@ -467,9 +465,6 @@ mod tests {
         let v1 = SendMessageRequestHeader::read_for_code(320, &v2.to_ext_fields()).unwrap();
         assert_eq!(v1.batch, Some(true));
         assert_eq!(SendMessageRequestHeaderV2::from(v1.clone()), v2);
-        assert_eq!(
-            SendMessageRequestHeader::read_for_code(10, &v1.to_ext_fields()).unwrap(),
-            v1
-        );
+        assert_eq!(SendMessageRequestHeader::read_for_code(10, &v1.to_ext_fields()).unwrap(), v1);
     }
 }

@@ -23,10 +23,7 @@ impl DecodeError {
     /// larger buffer and want to report offsets relative to the whole).
     #[must_use]
     pub fn rebased(self, base: usize) -> Self {
-        Self {
-            offset: self.offset.saturating_add(base),
-            kind: self.kind,
-        }
+        Self { offset: self.offset.saturating_add(base), kind: self.kind }
     }
 }
 
@@ -34,11 +31,7 @@ impl DecodeError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeErrorKind {
     /// The input ends inside `field`: `needed` bytes were required, `available` were left.
-    Truncated {
-        field: &'static str,
-        needed: usize,
-        available: usize,
-    },
+    Truncated { field: &'static str, needed: usize, available: usize },
     /// A length or size field holds a value that cannot be right (negative, too small for the
     /// fixed part, or larger than the bytes that enclose it).
     BadLength { field: &'static str, value: i64 },
@@ -63,15 +56,8 @@ pub enum DecodeErrorKind {
 impl fmt::Display for DecodeErrorKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Truncated {
-                field,
-                needed,
-                available,
-            } => {
-                write!(
-                    f,
-                    "input ends inside {field}: needs {needed} bytes, {available} left"
-                )
+            Self::Truncated { field, needed, available } => {
+                write!(f, "input ends inside {field}: needs {needed} bytes, {available} left")
             }
             Self::BadLength { field, value } => write!(f, "impossible {field} {value}"),
             Self::FrameTooLarge { length, max } => {
@@ -97,9 +83,7 @@ pub enum EncodeError {
     #[error("properties of {0} bytes exceed the 32767-byte limit")]
     PropertiesTooLong(usize),
     /// A property key or value contains one of the separators `\u{1}` / `\u{2}`, or a key is empty.
-    #[error(
-        "property key {key:?} or its value contains a separator character, or the key is empty"
-    )]
+    #[error("property key {key:?} or its value contains a separator character, or the key is empty")]
     BadProperty { key: String },
     /// A topic longer than the record format can carry (32767 bytes with magic v2).
     #[error("topic of {0} bytes is too long")]

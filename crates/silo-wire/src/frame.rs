@@ -45,38 +45,21 @@ pub fn peek_frame(buf: &[u8], max_frame_len: usize) -> Result<Peek, DecodeError>
     let frame_len = usize::try_from(declared)
         .ok()
         .filter(|n| *n >= 4)
-        .ok_or(DecodeError::new(
-            0,
-            DecodeErrorKind::BadLength {
-                field: "frameLength",
-                value: i64::from(declared),
-            },
-        ))?;
+        .ok_or(DecodeError::new(0, DecodeErrorKind::BadLength { field: "frameLength", value: i64::from(declared) }))?;
     if frame_len > max_frame_len {
-        return Err(DecodeError::new(
-            0,
-            DecodeErrorKind::FrameTooLarge {
-                length: frame_len,
-                max: max_frame_len,
-            },
-        ));
+        return Err(DecodeError::new(0, DecodeErrorKind::FrameTooLarge { length: frame_len, max: max_frame_len }));
     }
     let word = u32::from_be_bytes(word_bytes.try_into().unwrap_or_default());
     let serialize_code = u8::try_from(word >> 24).unwrap_or(u8::MAX);
-    let serialize = SerializeType::from_code(serialize_code).ok_or(DecodeError::new(
-        4,
-        DecodeErrorKind::UnknownSerializeType(serialize_code),
-    ))?;
+    let serialize = SerializeType::from_code(serialize_code)
+        .ok_or(DecodeError::new(4, DecodeErrorKind::UnknownSerializeType(serialize_code)))?;
     let header_len = usize::try_from(word & 0x00FF_FFFF).unwrap_or(usize::MAX);
     // frame_len >= 4 was checked above.
     let after_word = frame_len.saturating_sub(4);
     if header_len > after_word {
         return Err(DecodeError::new(
             4,
-            DecodeErrorKind::BadLength {
-                field: "headerLength",
-                value: header_len as i64,
-            },
+            DecodeErrorKind::BadLength { field: "headerLength", value: header_len as i64 },
         ));
     }
     let total_len = frame_len.saturating_add(4);
@@ -117,15 +100,9 @@ pub fn decode_frame(buf: &[u8], max_frame_len: usize) -> Result<Option<FrameRef<
         Peek::Complete(layout) => layout,
     };
     let header_bytes = buf.get(layout.header.clone()).unwrap_or_default();
-    let header = RemotingHeader::decode(layout.serialize, header_bytes)
-        .map_err(|e| e.rebased(layout.header.start))?;
+    let header = RemotingHeader::decode(layout.serialize, header_bytes).map_err(|e| e.rebased(layout.header.start))?;
     let body = buf.get(layout.body.clone()).unwrap_or_default();
-    Ok(Some(FrameRef {
-        serialize: layout.serialize,
-        header,
-        body,
-        total_len: layout.total_len,
-    }))
+    Ok(Some(FrameRef { serialize: layout.serialize, header, body, total_len: layout.total_len }))
 }
 
 /// Incremental decoder over a read buffer.
@@ -136,9 +113,7 @@ pub struct FrameDecoder {
 
 impl Default for FrameDecoder {
     fn default() -> Self {
-        Self {
-            max_frame_len: DEFAULT_MAX_FRAME_LEN,
-        }
+        Self { max_frame_len: DEFAULT_MAX_FRAME_LEN }
     }
 }
 
@@ -156,15 +131,11 @@ impl FrameDecoder {
             Peek::Complete(layout) => layout,
         };
         let header_bytes = buf.get(layout.header.clone()).unwrap_or_default();
-        let header = RemotingHeader::decode(layout.serialize, header_bytes)
-            .map_err(|e| e.rebased(layout.header.start))?;
+        let header =
+            RemotingHeader::decode(layout.serialize, header_bytes).map_err(|e| e.rebased(layout.header.start))?;
         let mut frame = buf.split_to(layout.total_len);
         frame.advance(layout.body.start);
-        Ok(Some(Frame {
-            serialize: layout.serialize,
-            header,
-            body: frame.freeze(),
-        }))
+        Ok(Some(Frame { serialize: layout.serialize, header, body: frame.freeze() }))
     }
 }
 
@@ -178,19 +149,13 @@ pub fn encode_frame_head<B: BufMut + ?Sized>(
 ) -> Result<usize, EncodeError> {
     let header_len = header.encoded_len(serialize)?;
     if header_len > 0x00FF_FFFF {
-        return Err(EncodeError::TooLarge {
-            what: "header",
-            len: header_len,
-        });
+        return Err(EncodeError::TooLarge { what: "header", len: header_len });
     }
     let frame_len = header_len
         .checked_add(4)
         .and_then(|n| n.checked_add(body_len))
         .and_then(|n| i32::try_from(n).ok())
-        .ok_or(EncodeError::TooLarge {
-            what: "frame",
-            len: body_len,
-        })?;
+        .ok_or(EncodeError::TooLarge { what: "frame", len: body_len })?;
     out.put_i32(frame_len);
     out.put_u32((u32::from(serialize.code()) << 24) | u32::try_from(header_len).unwrap_or(0));
     header.encode(serialize, out)?;
@@ -256,9 +221,6 @@ mod tests {
         assert!(FrameDecoder::default().decode(&mut buf).is_err());
         // Header longer than the frame.
         let mut buf = BytesMut::from(&[0, 0, 0, 8, 0, 0, 0, 9, 0, 0, 0, 0][..]);
-        assert_eq!(
-            FrameDecoder::default().decode(&mut buf).unwrap_err().offset,
-            4
-        );
+        assert_eq!(FrameDecoder::default().decode(&mut buf).unwrap_err().offset, 4);
     }
 }

@@ -48,8 +48,8 @@ impl SerializeType {
 pub struct LanguageCode(pub u8);
 
 const LANGUAGE_NAMES: [&str; 14] = [
-    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP",
-    "OMS", "RUST", "NODE_JS",
+    "JAVA", "CPP", "DOTNET", "PYTHON", "DELPHI", "ERLANG", "RUBY", "OTHER", "HTTP", "GO", "PHP", "OMS", "RUST",
+    "NODE_JS",
 ];
 
 impl LanguageCode {
@@ -61,20 +61,13 @@ impl LanguageCode {
     /// The enum name; codes past the table render as `OTHER`.
     #[must_use]
     pub fn name(self) -> &'static str {
-        LANGUAGE_NAMES
-            .get(usize::from(self.0))
-            .copied()
-            .unwrap_or("OTHER")
+        LANGUAGE_NAMES.get(usize::from(self.0)).copied().unwrap_or("OTHER")
     }
 
     /// Unknown names map to `OTHER`, as the spec asks decoders to accept them.
     #[must_use]
     pub fn from_name(name: &str) -> Self {
-        LANGUAGE_NAMES
-            .iter()
-            .position(|n| *n == name)
-            .and_then(|i| u8::try_from(i).ok())
-            .map_or(Self::OTHER, Self)
+        LANGUAGE_NAMES.iter().position(|n| *n == name).and_then(|i| u8::try_from(i).ok()).map_or(Self::OTHER, Self)
     }
 }
 
@@ -91,9 +84,7 @@ pub struct ExtFields(Vec<(String, String)>);
 
 impl fmt::Debug for ExtFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.0.iter().map(|(k, v)| (k, v)))
-            .finish()
+        f.debug_map().entries(self.0.iter().map(|(k, v)| (k, v))).finish()
     }
 }
 
@@ -105,11 +96,7 @@ impl ExtFields {
 
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .rev()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
     }
 
     /// Sets `key`, replacing an earlier value.
@@ -183,11 +170,7 @@ impl RemotingHeader {
     /// A response to the request with `opaque`.
     #[must_use]
     pub fn response(code: i32, opaque: i32, remark: Option<String>) -> Self {
-        Self {
-            flag: FLAG_RESPONSE,
-            remark,
-            ..Self::request(code, opaque)
-        }
+        Self { flag: FLAG_RESPONSE, remark, ..Self::request(code, opaque) }
     }
 
     #[must_use]
@@ -221,11 +204,7 @@ impl RemotingHeader {
     }
 
     /// Writes the header in `serialize`.
-    pub fn encode<B: BufMut + ?Sized>(
-        &self,
-        serialize: SerializeType,
-        out: &mut B,
-    ) -> Result<(), EncodeError> {
+    pub fn encode<B: BufMut + ?Sized>(&self, serialize: SerializeType, out: &mut B) -> Result<(), EncodeError> {
         match serialize {
             SerializeType::Json => {
                 write_json(self, &mut BufSink(out));
@@ -262,14 +241,16 @@ impl<B: BufMut + ?Sized> Sink for BufSink<'_, B> {
 
 const HEX_UPPER: &[u8; 16] = b"0123456789ABCDEF";
 
-/// A JSON string the way fastjson writes it: `"` and `\` escaped, the usual short escapes, other
-/// control characters as `\u00XX`, everything else (including non-ASCII) verbatim.
+/// A JSON string the way fastjson writes it (checked against the 5.3.3 golden vectors): `"` and
+/// `\` escaped, the short escapes `\b \t \n \f \r`, other control characters and DEL as
+/// `\u00XX` with uppercase hex, U+2028 as `\u2028`; `/` and all other text verbatim.
 fn put_json_str<S: Sink>(s: &str, out: &mut S) {
     out.put(b"\"");
     let bytes = s.as_bytes();
     let mut start = 0;
-    for (i, &b) in bytes.iter().enumerate() {
-        let short: Option<&[u8]> = match b {
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let escape: Option<&[u8]> = match b {
             b'"' => Some(b"\\\""),
             b'\\' => Some(b"\\\\"),
             b'\n' => Some(b"\\n"),
@@ -277,21 +258,25 @@ fn put_json_str<S: Sink>(s: &str, out: &mut S) {
             b'\t' => Some(b"\\t"),
             0x08 => Some(b"\\b"),
             0x0C => Some(b"\\f"),
+            0xE2 if bytes.get(i.saturating_add(1)..i.saturating_add(3)) == Some(&[0x80, 0xA8]) => Some(b"\\u2028"),
+            0x00..=0x1F | 0x7F => Some(b""),
             _ => None,
         };
-        if short.is_none() && b >= 0x20 {
+        let Some(escape) = escape else {
+            i = i.saturating_add(1);
             continue;
-        }
+        };
         out.put(bytes.get(start..i).unwrap_or_default());
-        match short {
-            Some(esc) => out.put(esc),
-            None => {
-                let hi = HEX_UPPER.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
-                let lo = HEX_UPPER.get(usize::from(b & 0xF)).copied().unwrap_or(b'0');
-                out.put(&[b'\\', b'u', b'0', b'0', hi, lo]);
-            }
+        let width = if b == 0xE2 { 3 } else { 1 };
+        if escape.is_empty() {
+            let hi = HEX_UPPER.get(usize::from(b >> 4)).copied().unwrap_or(b'0');
+            let lo = HEX_UPPER.get(usize::from(b & 0xF)).copied().unwrap_or(b'0');
+            out.put(&[b'\\', b'u', b'0', b'0', hi, lo]);
+        } else {
+            out.put(escape);
         }
-        start = i.saturating_add(1);
+        i = i.saturating_add(width);
+        start = i;
     }
     out.put(bytes.get(start..).unwrap_or_default());
     out.put(b"\"");
@@ -348,20 +333,13 @@ impl<'de> Deserialize<'de> for LenientI32 {
                 f.write_str("a 32-bit integer")
             }
             fn visit_i64<E: de::Error>(self, v: i64) -> Result<LenientI32, E> {
-                i32::try_from(v)
-                    .map(LenientI32)
-                    .map_err(|_| E::custom("integer out of i32 range"))
+                i32::try_from(v).map(LenientI32).map_err(|_| E::custom("integer out of i32 range"))
             }
             fn visit_u64<E: de::Error>(self, v: u64) -> Result<LenientI32, E> {
-                i32::try_from(v)
-                    .map(LenientI32)
-                    .map_err(|_| E::custom("integer out of i32 range"))
+                i32::try_from(v).map(LenientI32).map_err(|_| E::custom("integer out of i32 range"))
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<LenientI32, E> {
-                v.trim()
-                    .parse()
-                    .map(LenientI32)
-                    .map_err(|_| E::custom("not an integer"))
+                v.trim().parse().map(LenientI32).map_err(|_| E::custom("not an integer"))
             }
         }
         d.deserialize_any(V)
@@ -418,7 +396,8 @@ impl<'de> Deserialize<'de> for JsonExtFields {
                 f.write_str("an object of string values, or null")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonExtFields, A::Error> {
-                let mut ext = ExtFields::new();
+                // JSON gives no count up front; real headers carry at most ~16 fields.
+                let mut ext = ExtFields(Vec::with_capacity(map.size_hint().unwrap_or(16).min(16)));
                 while let Some((key, Value(value))) = map.next_entry::<String, Value>()? {
                     if let Some(value) = value {
                         ext.push(key, value);
@@ -449,18 +428,12 @@ struct JsonHeader {
 fn decode_json(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
     let raw: JsonHeader = serde_json::from_slice(bytes).map_err(|e| {
         // serde_json reports line/column; the header is one line, so the column is the offset.
-        DecodeError::new(
-            e.column().saturating_sub(1),
-            DecodeErrorKind::InvalidJson(e.to_string()),
-        )
+        DecodeError::new(e.column().saturating_sub(1), DecodeErrorKind::InvalidJson(e.to_string()))
     })?;
     let int = |v: Option<LenientI32>| v.map_or(0, |v| v.0);
     Ok(RemotingHeader {
         code: int(raw.code),
-        language: raw
-            .language
-            .as_deref()
-            .map_or(LanguageCode::OTHER, LanguageCode::from_name),
+        language: raw.language.as_deref().map_or(LanguageCode::OTHER, LanguageCode::from_name),
         version: int(raw.version),
         opaque: int(raw.opaque),
         flag: int(raw.flag),
@@ -483,27 +456,18 @@ fn binary_len(h: &RemotingHeader) -> Result<usize, EncodeError> {
         .checked_add(remark)
         .and_then(|n| n.checked_add(ext))
         .filter(|n| i32::try_from(*n).is_ok())
-        .ok_or(EncodeError::TooLarge {
-            what: "header",
-            len: ext,
-        })
+        .ok_or(EncodeError::TooLarge { what: "header", len: ext })
 }
 
 fn ext_binary_len(ext: &ExtFields) -> Result<usize, EncodeError> {
     ext.iter().try_fold(0usize, |acc, (k, v)| {
         if k.len() > i16::MAX as usize {
-            return Err(EncodeError::TooLarge {
-                what: "extFields key",
-                len: k.len(),
-            });
+            return Err(EncodeError::TooLarge { what: "extFields key", len: k.len() });
         }
         acc.checked_add(2 + 4)
             .and_then(|n| n.checked_add(k.len()))
             .and_then(|n| n.checked_add(v.len()))
-            .ok_or(EncodeError::TooLarge {
-                what: "extFields",
-                len: acc,
-            })
+            .ok_or(EncodeError::TooLarge { what: "extFields", len: acc })
     })
 }
 
@@ -530,6 +494,21 @@ fn encode_binary<B: BufMut + ?Sized>(h: &RemotingHeader, out: &mut B) -> Result<
     Ok(())
 }
 
+/// Counts the map entries so the pair vector is allocated once. The count is bounded by the
+/// input (each entry takes at least 6 bytes), so a lying header cannot inflate it.
+fn count_binary_entries(mut ext: &[u8]) -> usize {
+    let mut n = 0usize;
+    while let Some((key_len, rest)) = ext.split_first_chunk::<2>() {
+        let key_len = usize::try_from(i16::from_be_bytes(*key_len)).unwrap_or(usize::MAX);
+        let Some((value_len, rest)) = rest.get(key_len..).and_then(<[u8]>::split_first_chunk::<4>) else { break };
+        let value_len = usize::try_from(i32::from_be_bytes(*value_len)).unwrap_or(usize::MAX);
+        let Some(rest) = rest.get(value_len..) else { break };
+        n = n.saturating_add(1);
+        ext = rest;
+    }
+    n
+}
+
 fn decode_binary(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
     let mut r = Reader::new(bytes);
     let code = i32::from(r.i16("code")?);
@@ -541,7 +520,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
     let remark = r.str(remark_len, "remark")?;
     let ext_len = r.len_i32("extFields length")?;
     let ext_bytes = r.bytes(ext_len, "extFields")?;
-    let mut ext_fields = ExtFields::new();
+    let mut ext_fields = ExtFields(Vec::with_capacity(count_binary_entries(ext_bytes)));
     let mut e = Reader::with_base(ext_bytes, r.offset().saturating_sub(ext_len));
     while e.remaining() > 0 {
         let key_len = e.len_i16("extFields key length")?;
@@ -570,10 +549,7 @@ mod tests {
 
     #[test]
     fn json_matches_the_spec_example() {
-        let h = RemotingHeader {
-            language: LanguageCode::JAVA,
-            ..RemotingHeader::response(0, 5, None)
-        };
+        let h = RemotingHeader { language: LanguageCode::JAVA, ..RemotingHeader::response(0, 5, None) };
         let mut out = Vec::new();
         h.encode(SerializeType::Json, &mut out).unwrap();
         assert_eq!(
@@ -581,30 +557,16 @@ mod tests {
             r#"{"code":0,"flag":1,"language":"JAVA","opaque":5,"serializeTypeCurrentRPC":"JSON","version":479}"#
         );
         assert_eq!(h.encoded_len(SerializeType::Json).unwrap(), 95);
-        assert_eq!(
-            RemotingHeader::decode(SerializeType::Json, &out).unwrap(),
-            h
-        );
+        assert_eq!(RemotingHeader::decode(SerializeType::Json, &out).unwrap(), h);
     }
 
     #[test]
     fn binary_matches_the_spec_example() {
-        let h = RemotingHeader {
-            language: LanguageCode::JAVA,
-            ..RemotingHeader::response(0, 5, None)
-        };
+        let h = RemotingHeader { language: LanguageCode::JAVA, ..RemotingHeader::response(0, 5, None) };
         let mut out = Vec::new();
         h.encode(SerializeType::RocketMq, &mut out).unwrap();
-        assert_eq!(
-            out,
-            [
-                0, 0, 0, 1, 0xDF, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0
-            ]
-        );
-        assert_eq!(
-            RemotingHeader::decode(SerializeType::RocketMq, &out).unwrap(),
-            h
-        );
+        assert_eq!(out, [0, 0, 0, 1, 0xDF, 0, 0, 0, 5, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(RemotingHeader::decode(SerializeType::RocketMq, &out).unwrap(), h);
     }
 
     #[test]
@@ -618,12 +580,7 @@ mod tests {
         assert_eq!(h.ext_fields.get("z"), None);
         assert_eq!(h.remark, None);
         let null_ext = br#"{"code":0,"extFields":null,"flag":0,"language":"GO","opaque":1,"remark":"","version":317}"#;
-        assert!(
-            RemotingHeader::decode(SerializeType::Json, null_ext)
-                .unwrap()
-                .ext_fields
-                .is_empty()
-        );
+        assert!(RemotingHeader::decode(SerializeType::Json, null_ext).unwrap().ext_fields.is_empty());
     }
 
     #[test]
@@ -635,10 +592,7 @@ mod tests {
         let text = std::str::from_utf8(&out).unwrap();
         assert!(text.contains(r#""i":"A\u0001b\u0002\"\\\n""#), "{text}");
         assert_eq!(
-            RemotingHeader::decode(SerializeType::Json, &out)
-                .unwrap()
-                .ext_fields
-                .get("i"),
+            RemotingHeader::decode(SerializeType::Json, &out).unwrap().ext_fields.get("i"),
             Some("A\u{1}b\u{2}\"\\\n")
         );
     }
@@ -646,9 +600,6 @@ mod tests {
     #[test]
     fn binary_rejects_codes_it_cannot_carry() {
         let h = RemotingHeader::request(200_050, 1);
-        assert_eq!(
-            h.encode(SerializeType::RocketMq, &mut Vec::new()),
-            Err(EncodeError::CodeOutOfRange(200_050))
-        );
+        assert_eq!(h.encode(SerializeType::RocketMq, &mut Vec::new()), Err(EncodeError::CodeOutOfRange(200_050)));
     }
 }

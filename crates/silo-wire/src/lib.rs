@@ -16,6 +16,8 @@
 //! | [`properties`] | the message properties string |
 //! | [`msgid`], [`checksum`] | message ids, body CRC, tag hash |
 
+#![forbid(unsafe_code)]
+
 pub mod batch;
 pub mod body;
 pub mod checksum;
@@ -29,9 +31,7 @@ pub mod properties;
 mod reader;
 pub mod record;
 
-pub use batch::{
-    OutgoingMessage, OutgoingProperties, decode_batch, encode_batch, encode_batch_into,
-};
+pub use batch::{OutgoingMessage, OutgoingProperties, decode_batch, encode_batch, encode_batch_into};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
 pub use frame::{Frame, FrameDecoder, decode_frame, encode_frame, encode_frame_head};
 pub use header::{ExtFields, LanguageCode, RemotingHeader, SerializeType};

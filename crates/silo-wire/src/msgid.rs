@@ -26,14 +26,8 @@ impl MsgIdBuf {
         let mut len = 0u8;
         for (byte, pair) in raw.iter().zip(buf.chunks_exact_mut(2)) {
             if let [hi, lo] = pair {
-                *hi = HEX_UPPER
-                    .get(usize::from(byte >> 4))
-                    .copied()
-                    .unwrap_or(b'0');
-                *lo = HEX_UPPER
-                    .get(usize::from(byte & 0xF))
-                    .copied()
-                    .unwrap_or(b'0');
+                *hi = HEX_UPPER.get(usize::from(byte >> 4)).copied().unwrap_or(b'0');
+                *lo = HEX_UPPER.get(usize::from(byte & 0xF)).copied().unwrap_or(b'0');
                 len = len.saturating_add(2);
             }
         }
@@ -101,10 +95,7 @@ pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), DecodeError> {
             [hi, lo] => hex_digit(*hi).zip(hex_digit(*lo)),
             _ => None,
         };
-        let (hi, lo) = digits.ok_or(DecodeError::new(
-            i.saturating_mul(2),
-            DecodeErrorKind::BadHex,
-        ))?;
+        let (hi, lo) = digits.ok_or(DecodeError::new(i.saturating_mul(2), DecodeErrorKind::BadHex))?;
         *slot = (hi << 4) | lo;
     }
     let bad = || DecodeError::new(0, DecodeErrorKind::BadHex);
@@ -160,10 +151,7 @@ mod tests {
         for host in ["10.0.0.7:10911", "[2001:db8::1]:10911"] {
             let host: SocketAddr = host.parse().unwrap();
             let id = offset_msg_id(host, 123_456_789);
-            assert_eq!(
-                parse_offset_msg_id(id.as_str()).unwrap(),
-                (host, 123_456_789)
-            );
+            assert_eq!(parse_offset_msg_id(id.as_str()).unwrap(), (host, 123_456_789));
         }
         let id = offset_msg_id("10.0.0.7:10911".parse().unwrap(), 0);
         assert_eq!(id.as_str(), "0A00000700002A9F0000000000000000");

@@ -59,10 +59,7 @@ impl<'a> PropertiesView<'a> {
     /// Checks the length limit and UTF-8; offsets in errors are relative to `raw`.
     pub fn parse(raw: &'a [u8]) -> Result<Self, DecodeError> {
         if raw.len() > MAX_PROPERTIES_LEN {
-            return Err(DecodeError::new(
-                0,
-                DecodeErrorKind::PropertiesTooLong(raw.len()),
-            ));
+            return Err(DecodeError::new(0, DecodeErrorKind::PropertiesTooLong(raw.len())));
         }
         Self::parse_unbounded(raw)
     }
@@ -72,12 +69,7 @@ impl<'a> PropertiesView<'a> {
     pub fn parse_unbounded(raw: &'a [u8]) -> Result<Self, DecodeError> {
         match std::str::from_utf8(raw) {
             Ok(raw) => Ok(Self { raw }),
-            Err(e) => Err(DecodeError::new(
-                e.valid_up_to(),
-                DecodeErrorKind::InvalidUtf8 {
-                    field: "properties",
-                },
-            )),
+            Err(e) => Err(DecodeError::new(e.valid_up_to(), DecodeErrorKind::InvalidUtf8 { field: "properties" })),
         }
     }
 
@@ -107,21 +99,16 @@ impl<'a> PropertiesView<'a> {
     /// with an empty key or value, is skipped; the first `\u{1}` splits key from value.
     /// Duplicates are yielded as they occur (use [`get`](Self::get) for last-wins lookup).
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {
-        self.raw
-            .split(char::from(PROPERTY_SEPARATOR))
-            .filter_map(|segment| {
-                let (key, value) = segment.split_once(char::from(NAME_VALUE_SEPARATOR))?;
-                (!key.is_empty() && !value.is_empty()).then_some((key, value))
-            })
+        self.raw.split(char::from(PROPERTY_SEPARATOR)).filter_map(|segment| {
+            let (key, value) = segment.split_once(char::from(NAME_VALUE_SEPARATOR))?;
+            (!key.is_empty() && !value.is_empty()).then_some((key, value))
+        })
     }
 
     /// The value of `key`; when a key occurs more than once the last occurrence wins, as in Java.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&'a str> {
-        self.iter()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| v)
-            .last()
+        self.iter().filter(|(k, _)| *k == key).map(|(_, v)| v).last()
     }
 
     /// Whether the last pair is followed by a `\u{2}` (writers ≤4.9.0 and ≥5.2.0 do this).
@@ -133,13 +120,8 @@ impl<'a> PropertiesView<'a> {
 
 fn check_pair(key: &str, value: &str) -> Result<(), EncodeError> {
     let is_sep = |b: &u8| *b == NAME_VALUE_SEPARATOR || *b == PROPERTY_SEPARATOR;
-    if key.is_empty()
-        || key.as_bytes().iter().any(is_sep)
-        || value.as_bytes().contains(&PROPERTY_SEPARATOR)
-    {
-        return Err(EncodeError::BadProperty {
-            key: key.to_owned(),
-        });
+    if key.is_empty() || key.as_bytes().iter().any(is_sep) || value.as_bytes().contains(&PROPERTY_SEPARATOR) {
+        return Err(EncodeError::BadProperty { key: key.to_owned() });
     }
     Ok(())
 }
@@ -157,10 +139,7 @@ where
             continue;
         }
         check_pair(key, value)?;
-        total = total
-            .saturating_add(key.len())
-            .saturating_add(value.len())
-            .saturating_add(2);
+        total = total.saturating_add(key.len()).saturating_add(value.len()).saturating_add(2);
     }
     if total > MAX_PROPERTIES_LEN {
         return Err(EncodeError::PropertiesTooLong(total));
@@ -203,10 +182,7 @@ mod tests {
 
     #[test]
     fn accepts_both_trailing_separator_variants() {
-        for raw in [
-            "TAGS\u{1}a\u{2}KEYS\u{1}k1 k2\u{2}",
-            "TAGS\u{1}a\u{2}KEYS\u{1}k1 k2",
-        ] {
+        for raw in ["TAGS\u{1}a\u{2}KEYS\u{1}k1 k2\u{2}", "TAGS\u{1}a\u{2}KEYS\u{1}k1 k2"] {
             let view = PropertiesView::parse(raw.as_bytes()).unwrap();
             assert_eq!(view.get("TAGS"), Some("a"));
             assert_eq!(view.get("KEYS"), Some("k1 k2"));
@@ -227,16 +203,10 @@ mod tests {
     #[test]
     fn enforces_the_signed_16_bit_limit() {
         let long = "x".repeat(MAX_PROPERTIES_LEN);
-        assert!(matches!(
-            properties_len([("K", long.as_str())]),
-            Err(EncodeError::PropertiesTooLong(_))
-        ));
+        assert!(matches!(properties_len([("K", long.as_str())]), Err(EncodeError::PropertiesTooLong(_))));
         let raw = vec![b'a'; MAX_PROPERTIES_LEN + 1];
         let err = PropertiesView::parse(&raw).unwrap_err();
-        assert_eq!(
-            err.kind,
-            DecodeErrorKind::PropertiesTooLong(MAX_PROPERTIES_LEN + 1)
-        );
+        assert_eq!(err.kind, DecodeErrorKind::PropertiesTooLong(MAX_PROPERTIES_LEN + 1));
     }
 
     #[test]

@@ -13,11 +13,7 @@ pub(crate) struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(buf: &'a [u8]) -> Self {
-        Self {
-            buf,
-            pos: 0,
-            base: 0,
-        }
+        Self { buf, pos: 0, base: 0 }
     }
 
     pub(crate) fn with_base(buf: &'a [u8], base: usize) -> Self {
@@ -44,18 +40,11 @@ impl<'a> Reader<'a> {
                 self.pos = self.pos.saturating_add(n);
                 Ok(slice)
             }
-            None => Err(self.error(DecodeErrorKind::Truncated {
-                field,
-                needed: n,
-                available: self.remaining(),
-            })),
+            None => Err(self.error(DecodeErrorKind::Truncated { field, needed: n, available: self.remaining() })),
         }
     }
 
-    pub(crate) fn array<const N: usize>(
-        &mut self,
-        field: &'static str,
-    ) -> Result<[u8; N], DecodeError> {
+    pub(crate) fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
         let slice = self.bytes(N, field)?;
         let mut out = [0u8; N];
         out.copy_from_slice(slice);
@@ -82,35 +71,20 @@ impl<'a> Reader<'a> {
     pub(crate) fn len_i32(&mut self, field: &'static str) -> Result<usize, DecodeError> {
         let at = self.offset();
         let value = self.i32(field)?;
-        usize::try_from(value).map_err(|_| {
-            DecodeError::new(
-                at,
-                DecodeErrorKind::BadLength {
-                    field,
-                    value: i64::from(value),
-                },
-            )
-        })
+        usize::try_from(value)
+            .map_err(|_| DecodeError::new(at, DecodeErrorKind::BadLength { field, value: i64::from(value) }))
     }
 
     pub(crate) fn len_i16(&mut self, field: &'static str) -> Result<usize, DecodeError> {
         let at = self.offset();
         let value = self.i16(field)?;
-        usize::try_from(value).map_err(|_| {
-            DecodeError::new(
-                at,
-                DecodeErrorKind::BadLength {
-                    field,
-                    value: i64::from(value),
-                },
-            )
-        })
+        usize::try_from(value)
+            .map_err(|_| DecodeError::new(at, DecodeErrorKind::BadLength { field, value: i64::from(value) }))
     }
 
     pub(crate) fn str(&mut self, n: usize, field: &'static str) -> Result<&'a str, DecodeError> {
         let at = self.offset();
         let bytes = self.bytes(n, field)?;
-        std::str::from_utf8(bytes)
-            .map_err(|_| DecodeError::new(at, DecodeErrorKind::InvalidUtf8 { field }))
+        std::str::from_utf8(bytes).map_err(|_| DecodeError::new(at, DecodeErrorKind::InvalidUtf8 { field }))
     }
 }

@@ -58,11 +58,7 @@ pub mod offsets {
 #[must_use]
 #[allow(clippy::arithmetic_side_effects)] // constant operands
 pub const fn store_timestamp_offset(sys_flag: i32) -> usize {
-    if sys_flag & sys_flag::BORNHOST_V6 != 0 {
-        offsets::BORN_HOST + 20
-    } else {
-        offsets::BORN_HOST + 8
-    }
+    if sys_flag & sys_flag::BORNHOST_V6 != 0 { offsets::BORN_HOST + 20 } else { offsets::BORN_HOST + 8 }
 }
 
 const fn host_len(v6: bool) -> usize {
@@ -80,11 +76,7 @@ impl MessageVersion {
     /// The version Java (5.1+, `autoMessageVersionOnTopicLen`) writes for a topic of this length.
     #[must_use]
     pub fn for_topic_len(len: usize) -> Self {
-        if len > MAX_V1_TOPIC_LEN {
-            Self::V2
-        } else {
-            Self::V1
-        }
+        if len > MAX_V1_TOPIC_LEN { Self::V2 } else { Self::V1 }
     }
 
     #[must_use]
@@ -189,26 +181,12 @@ pub fn record_layout(
     }
     let version = MessageVersion::for_topic_len(topic_len);
     let fixed = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 4 + 8 + 4 + 2;
-    let total = [
-        host_len(born_v6),
-        host_len(store_v6),
-        body_len,
-        version.topic_len_field(),
-        topic_len,
-        props_len,
-    ]
-    .into_iter()
-    .try_fold(fixed, usize::checked_add)
-    .filter(|n| i32::try_from(*n).is_ok())
-    .ok_or(EncodeError::TooLarge {
-        what: "record",
-        len: body_len,
-    })?;
-    Ok(RecordLayout {
-        total,
-        version,
-        props_len,
-    })
+    let total = [host_len(born_v6), host_len(store_v6), body_len, version.topic_len_field(), topic_len, props_len]
+        .into_iter()
+        .try_fold(fixed, usize::checked_add)
+        .filter(|n| i32::try_from(*n).is_ok())
+        .ok_or(EncodeError::TooLarge { what: "record", len: body_len })?;
+    Ok(RecordLayout { total, version, props_len })
 }
 
 fn put_host<B: BufMut + ?Sized>(out: &mut B, host: SocketAddr) {
@@ -229,13 +207,8 @@ pub fn encode_record<B: BufMut + ?Sized>(
     out: &mut B,
 ) -> Result<usize, EncodeError> {
     let props_len = properties.encoded_len()?;
-    let layout = record_layout(
-        meta.born_host.is_ipv6(),
-        meta.store_host.is_ipv6(),
-        topic.len(),
-        body.len(),
-        props_len,
-    )?;
+    let layout =
+        record_layout(meta.born_host.is_ipv6(), meta.store_host.is_ipv6(), topic.len(), body.len(), props_len)?;
     write_record(meta, topic, body, properties, &layout, out);
     Ok(layout.total)
 }
@@ -289,15 +262,8 @@ fn read_host(r: &mut Reader<'_>, v6: bool, field: &'static str) -> Result<Socket
     };
     let at = r.offset();
     let port = r.i32(field)?;
-    let port = u16::try_from(port).map_err(|_| {
-        DecodeError::new(
-            at,
-            DecodeErrorKind::BadLength {
-                field: "port",
-                value: i64::from(port),
-            },
-        )
-    })?;
+    let port = u16::try_from(port)
+        .map_err(|_| DecodeError::new(at, DecodeErrorKind::BadLength { field: "port", value: i64::from(port) }))?;
     Ok(SocketAddr::new(ip, port))
 }
 
@@ -313,34 +279,16 @@ pub fn decode_record(input: &[u8], base: usize) -> Result<Decoded<'_>, DecodeErr
         MAGIC_V1 => MessageVersion::V1,
         MAGIC_V2 => MessageVersion::V2,
         MAGIC_BLANK => {
-            let remaining = usize::try_from(total)
-                .ok()
-                .filter(|n| *n >= BLANK_LEN)
-                .ok_or_else(|| {
-                    DecodeError::new(
-                        size_at,
-                        DecodeErrorKind::BadLength {
-                            field: "blank size",
-                            value: i64::from(total),
-                        },
-                    )
-                })?;
+            let remaining = usize::try_from(total).ok().filter(|n| *n >= BLANK_LEN).ok_or_else(|| {
+                DecodeError::new(size_at, DecodeErrorKind::BadLength { field: "blank size", value: i64::from(total) })
+            })?;
             return Ok(Decoded::Blank { remaining });
         }
         other => return Err(DecodeError::new(magic_at, DecodeErrorKind::BadMagic(other))),
     };
-    let total = usize::try_from(total)
-        .ok()
-        .filter(|n| *n <= input.len() && *n >= 91)
-        .ok_or_else(|| {
-            DecodeError::new(
-                size_at,
-                DecodeErrorKind::BadLength {
-                    field: "totalSize",
-                    value: i64::from(total),
-                },
-            )
-        })?;
+    let total = usize::try_from(total).ok().filter(|n| *n <= input.len() && *n >= 91).ok_or_else(|| {
+        DecodeError::new(size_at, DecodeErrorKind::BadLength { field: "totalSize", value: i64::from(total) })
+    })?;
     // From here on, read only inside the record's own bytes.
     let mut r = Reader::with_base(input.get(..total).unwrap_or_default(), base);
     r.bytes(8, "totalSize and magic")?;
@@ -366,10 +314,7 @@ pub fn decode_record(input: &[u8], base: usize) -> Result<Decoded<'_>, DecodeErr
             if len > i8::MAX as u8 {
                 return Err(DecodeError::new(
                     at,
-                    DecodeErrorKind::BadLength {
-                        field: "topicLen",
-                        value: i64::from(len),
-                    },
+                    DecodeErrorKind::BadLength { field: "topicLen", value: i64::from(len) },
                 ));
             }
             usize::from(len)
@@ -383,10 +328,7 @@ pub fn decode_record(input: &[u8], base: usize) -> Result<Decoded<'_>, DecodeErr
     if r.remaining() != 0 {
         return Err(DecodeError::new(
             size_at,
-            DecodeErrorKind::BadLength {
-                field: "totalSize (parts add up to less)",
-                value: total as i64,
-            },
+            DecodeErrorKind::BadLength { field: "totalSize (parts add up to less)", value: total as i64 },
         ));
     }
     let properties = PropertiesView::parse(props).map_err(|e| e.rebased(props_at))?;
@@ -435,11 +377,7 @@ pub enum WalkStop {
 impl<'a> RecordWalker<'a> {
     #[must_use]
     pub fn new(input: &'a [u8]) -> Self {
-        Self {
-            input,
-            pos: 0,
-            stop: None,
-        }
+        Self { input, pos: 0, stop: None }
     }
 
     /// Offset just past the last record returned.
@@ -507,18 +445,9 @@ mod tests {
     fn round_trip_with_mixed_hosts() {
         let mut out = Vec::new();
         let props = [("TAGS", "TagA")];
-        let n = encode_record(
-            &meta(),
-            "T",
-            b"hello",
-            OutgoingProperties::Pairs(&props),
-            &mut out,
-        )
-        .unwrap();
+        let n = encode_record(&meta(), "T", b"hello", OutgoingProperties::Pairs(&props), &mut out).unwrap();
         assert_eq!(n, out.len());
-        let Decoded::Record(rec) = decode_record(&out, 0).unwrap() else {
-            panic!("blank")
-        };
+        let Decoded::Record(rec) = decode_record(&out, 0).unwrap() else { panic!("blank") };
         assert_eq!(rec.meta.sys_flag, sys_flag::STOREHOST_V6);
         assert_eq!(rec.meta.store_host, meta().store_host);
         assert_eq!(rec.body, b"hello");
@@ -531,14 +460,7 @@ mod tests {
     fn walker_stops_at_garbage_and_reports_where() {
         let mut out = Vec::new();
         for _ in 0..3 {
-            encode_record(
-                &meta(),
-                "T",
-                b"hello",
-                OutgoingProperties::Raw(b""),
-                &mut out,
-            )
-            .unwrap();
+            encode_record(&meta(), "T", b"hello", OutgoingProperties::Raw(b""), &mut out).unwrap();
         }
         let one = out.len() / 3;
         out.truncate(out.len() - 1);
@@ -553,9 +475,7 @@ mod tests {
         let topic = "t".repeat(200);
         let mut out = Vec::new();
         encode_record(&meta(), &topic, b"", OutgoingProperties::Raw(b""), &mut out).unwrap();
-        let Decoded::Record(rec) = decode_record(&out, 0).unwrap() else {
-            panic!("blank")
-        };
+        let Decoded::Record(rec) = decode_record(&out, 0).unwrap() else { panic!("blank") };
         assert_eq!(rec.version, MessageVersion::V2);
         assert_eq!(rec.topic, topic);
     }

@@ -20,10 +20,7 @@ pub fn read_input(input: &str, hex: bool) -> anyhow::Result<Vec<u8>> {
     if !hex {
         return Ok(raw);
     }
-    let digits: Vec<u8> = raw
-        .into_iter()
-        .filter(|b| !b.is_ascii_whitespace())
-        .collect();
+    let digits: Vec<u8> = raw.into_iter().filter(|b| !b.is_ascii_whitespace()).collect();
     if !digits.len().is_multiple_of(2) {
         bail!("hex input has an odd number of digits");
     }
@@ -106,15 +103,10 @@ pub fn frames(mut bytes: &[u8], out: &mut impl Write) -> anyhow::Result<()> {
         let frame = decode_frame(bytes, silo_wire::frame::DEFAULT_MAX_FRAME_LEN)
             .map_err(|e| e.rebased(offset))
             .context("decoding frame")?;
-        let Some(frame) = frame else {
-            bail!("truncated frame at byte {offset}")
-        };
+        let Some(frame) = frame else { bail!("truncated frame at byte {offset}") };
         let h = &frame.header;
-        let ext: serde_json::Map<String, Value> = h
-            .ext_fields
-            .iter()
-            .map(|(k, v)| (k.to_owned(), Value::String(v.to_owned())))
-            .collect();
+        let ext: serde_json::Map<String, Value> =
+            h.ext_fields.iter().map(|(k, v)| (k.to_owned(), Value::String(v.to_owned()))).collect();
         let v = json!({
             "offset": offset,
             "serializeType": format!("{:?}", frame.serialize),

@@ -7,11 +7,7 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(
-    name = "silo",
-    version,
-    about = "Silo: a message broker that speaks Apache RocketMQ's protocol"
-)]
+#[command(name = "silo", version, about = "Silo: a message broker that speaks Apache RocketMQ's protocol")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,15 +53,9 @@ fn main() -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match cli.command {
         Command::Decode { what } => match what {
-            DecodeWhat::Records { file, bodies } => {
-                decode::records(&std::fs::read(&file)?, bodies, &mut out)
-            }
-            DecodeWhat::Frames { input, hex } => {
-                decode::frames(&decode::read_input(&input, hex)?, &mut out)
-            }
-            DecodeWhat::Batch { input, hex } => {
-                decode::batch(&decode::read_input(&input, hex)?, &mut out)
-            }
+            DecodeWhat::Records { file, bodies } => decode::records(&std::fs::read(&file)?, bodies, &mut out),
+            DecodeWhat::Frames { input, hex } => decode::frames(&decode::read_input(&input, hex)?, &mut out),
+            DecodeWhat::Batch { input, hex } => decode::batch(&decode::read_input(&input, hex)?, &mut out),
         },
     }
 }
