@@ -3,7 +3,13 @@
 //! reports allocations and bytes allocated per operation next to Criterion's timings.
 //!
 //! Run: `cargo bench -p silo-wire --bench codec`
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
@@ -13,7 +19,6 @@ use bytes::{BufMut, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use silo_wire::batch::{OutgoingMessage, OutgoingProperties, encode_batch};
 use silo_wire::frame::{FrameDecoder, encode_frame};
-use silo_wire::properties::write_properties;
 use silo_wire::record::{RecordMeta, decode_record, encode_record};
 use silo_wire::{RemotingHeader, SerializeType};
 
@@ -236,7 +241,7 @@ fn bench_frames(c: &mut Criterion) {
         group.throughput(Throughput::Elements(FRAMES as u64));
         let decoder = FrameDecoder::default();
         let mut read_buf = BytesMut::with_capacity(stream.len());
-        let mut decode_all = |read_buf: &mut BytesMut| {
+        let decode_all = |read_buf: &mut BytesMut| {
             read_buf.clear();
             read_buf.extend_from_slice(&stream);
             let mut n = 0;

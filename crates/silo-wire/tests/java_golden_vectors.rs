@@ -1,6 +1,12 @@
 //! Byte-for-byte compatibility with Apache RocketMQ 5.3.3, checked against vectors that the
 //! reference implementation itself wrote (`interop/java`, regenerated and compared in CI).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
 
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
