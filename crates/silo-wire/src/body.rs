@@ -91,7 +91,8 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
 /// Parses a JSON body written by Java, Go or Silo.
 pub fn decode_json_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
     let text = quote_bare_keys(body)?;
-    serde_json::from_slice(&text).map_err(|e| DecodeError::new(0, DecodeErrorKind::InvalidJson(e.to_string())))
+    // Offsets refer to the rewritten text when bare keys were quoted (each quoting shifts by 2).
+    serde_json::from_slice(&text).map_err(|e| crate::error::json_error(&text, &e))
 }
 
 /// Writes a body as compact standard JSON.

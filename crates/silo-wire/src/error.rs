@@ -95,3 +95,20 @@ pub enum EncodeError {
     #[error("code {0} does not fit the 16-bit ROCKETMQ header field")]
     CodeOutOfRange(i32),
 }
+
+/// Turns a serde_json error into a [`DecodeError`] at the byte offset it names. serde_json
+/// reports a 1-based line and column (in bytes); this maps them back onto `input`.
+pub(crate) fn json_error(input: &[u8], e: &serde_json::Error) -> DecodeError {
+    let line_start = if e.line() <= 1 {
+        0
+    } else {
+        input
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b == b'\n')
+            .nth(e.line().saturating_sub(2))
+            .map_or(input.len(), |(i, _)| i.saturating_add(1))
+    };
+    let offset = line_start.saturating_add(e.column().saturating_sub(1)).min(input.len());
+    DecodeError::new(offset, DecodeErrorKind::InvalidJson(e.to_string()))
+}

@@ -6,7 +6,7 @@ use bytes::BufMut;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
-use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
+use crate::error::{DecodeError, EncodeError};
 use crate::reader::Reader;
 
 /// Flag bit 0: the command is a response.
@@ -426,10 +426,7 @@ struct JsonHeader {
 }
 
 fn decode_json(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
-    let raw: JsonHeader = serde_json::from_slice(bytes).map_err(|e| {
-        // serde_json reports line/column; the header is one line, so the column is the offset.
-        DecodeError::new(e.column().saturating_sub(1), DecodeErrorKind::InvalidJson(e.to_string()))
-    })?;
+    let raw: JsonHeader = serde_json::from_slice(bytes).map_err(|e| crate::error::json_error(bytes, &e))?;
     let int = |v: Option<LenientI32>| v.map_or(0, |v| v.0);
     Ok(RemotingHeader {
         code: int(raw.code),

@@ -1,12 +1,18 @@
 //! Replays the fuzz seed corpus (and any crash reproducers committed next to it) through every
 //! decoder on the stable toolchain, so that CI guards what the fuzzers found without libFuzzer.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::arithmetic_side_effects, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::indexing_slicing,
+    clippy::arithmetic_side_effects,
+    clippy::panic
+)]
 
 use std::path::Path;
 
 use bytes::BytesMut;
 use silo_wire::batch::decode_batch;
-use silo_wire::body::{decode_json_body, HeartbeatData, TopicRouteData};
+use silo_wire::body::{HeartbeatData, TopicRouteData, decode_json_body};
 use silo_wire::frame::FrameDecoder;
 use silo_wire::record::RecordWalker;
 use silo_wire::{PropertiesView, RemotingHeader, SerializeType};

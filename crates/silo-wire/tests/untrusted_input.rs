@@ -100,3 +100,11 @@ fn json_bodies_nested_past_the_limit_are_refused() {
     assert!(decode_json_body::<TopicRouteData>(deep.as_bytes()).is_err());
     assert!(decode_json_body::<TopicRouteData>(b"{0:").is_err());
 }
+
+#[test]
+fn json_errors_point_at_the_offending_byte() {
+    let err = RemotingHeader::decode(SerializeType::Json, b"{\"code\":0,\n \"flag\":x}").unwrap_err();
+    assert_eq!(err.offset, 19);
+    let err = decode_json_body::<TopicRouteData>(b"{\"brokerDatas\":[1]}").unwrap_err();
+    assert_eq!(err.offset, 16); // the `1` where a broker object belongs
+}
