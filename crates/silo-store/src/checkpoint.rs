@@ -1,0 +1,118 @@
+//! The `checkpoint` file (spec 4.7): 4 KiB, big-endian longs at 0 `physicMsgTimestamp` (store
+//! time of the last flushed commit-log record), 8 `logicsMsgTimestamp` (last record whose
+//! consume-queue units are flushed), 16 `indexMsgTimestamp`, 24 `masterFlushedOffset`, 32
+//! `confirmPhyOffset`. Java reads the same fields, so the file is shared with the Java store.
+
+use std::fs::OpenOptions;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Result, StoreError};
+
+pub const CHECKPOINT_SIZE: usize = 4096;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checkpoint {
+    pub physic_msg_timestamp: i64,
+    pub logics_msg_timestamp: i64,
+    pub index_msg_timestamp: i64,
+    pub master_flushed_offset: i64,
+    pub confirm_phy_offset: i64,
+}
+
+impl Checkpoint {
+    /// Java's `getMinTimestamp`: records stored at or before this time are known to be both
+    /// flushed and dispatched (3 s of slack for clock and flush races).
+    pub fn min_timestamp(&self) -> i64 {
+        (self.physic_msg_timestamp.min(self.logics_msg_timestamp) - 3000).max(0)
+    }
+
+    fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        for (slot, v) in out.chunks_exact_mut(8).zip([
+            self.physic_msg_timestamp,
+            self.logics_msg_timestamp,
+            self.index_msg_timestamp,
+            self.master_flushed_offset,
+            self.confirm_phy_offset,
+        ]) {
+            slot.copy_from_slice(&v.to_be_bytes());
+        }
+        out
+    }
+
+    fn decode(bytes: &[u8]) -> Self {
+        let field =
+            |i: usize| bytes.get(i * 8..i * 8 + 8).and_then(|b| b.try_into().ok()).map_or(0, i64::from_be_bytes);
+        Self {
+            physic_msg_timestamp: field(0),
+            logics_msg_timestamp: field(1),
+            index_msg_timestamp: field(2),
+            master_flushed_offset: field(3),
+            confirm_phy_offset: field(4),
+        }
+    }
+}
+
+/// The checkpoint file.
+#[derive(Debug)]
+pub struct CheckpointFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl CheckpointFile {
+    /// Opens or creates the file; returns it with the stored values (zeros for a new file).
+    pub fn open(path: &Path) -> Result<(Self, Checkpoint)> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(StoreError::io("open", path))?;
+        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        let mut buf = [0u8; 40];
+        let stored = if len >= 40 {
+            file.read_exact_at(&mut buf, 0).map_err(StoreError::io("read", path))?;
+            Checkpoint::decode(&buf)
+        } else {
+            Checkpoint::default()
+        };
+        if len != CHECKPOINT_SIZE as u64 {
+            file.set_len(CHECKPOINT_SIZE as u64).map_err(StoreError::io("size", path))?;
+        }
+        Ok((Self { path: path.to_owned(), file }, stored))
+    }
+
+    /// Writes and fsyncs the values.
+    pub fn store(&self, cp: &Checkpoint) -> Result<()> {
+        self.file.write_all_at(&cp.encode(), 0).map_err(StoreError::io("write", &self.path))?;
+        self.file.sync_data().map_err(StoreError::io("fsync", &self.path))
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_is_4_kib() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("checkpoint");
+        let (file, cp) = CheckpointFile::open(&path).unwrap();
+        assert_eq!(cp, Checkpoint::default());
+        let cp = Checkpoint {
+            physic_msg_timestamp: 5000,
+            logics_msg_timestamp: 4000,
+            index_msg_timestamp: 3,
+            ..Default::default()
+        };
+        file.store(&cp).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        assert_eq!(CheckpointFile::open(&path).unwrap().1, cp);
+        assert_eq!(cp.min_timestamp(), 1000);
+        assert_eq!(&std::fs::read(&path).unwrap()[..8], &5000i64.to_be_bytes());
+    }
+}

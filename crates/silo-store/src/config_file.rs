@@ -1,0 +1,138 @@
+//! The broker's JSON config files (`config/topics.json`, `consumerOffset.json`, ...; spec
+//! 4.10), written the way the Java broker keeps them safe: the new content goes to `<file>.tmp`
+//! and is fsynced, the previous version is kept as `<file>.bak`, then the temporary file is
+//! renamed over the original. A reader that finds the main file missing or unparsable falls
+//! back to the `.bak` copy (and says so); if neither parses it returns an error that names the
+//! file and the byte offset. Java-written files (fastjson: bare integer keys, pretty-printed)
+//! are accepted.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Serialize, de::DeserializeOwned};
+
+use crate::error::{Result, StoreError};
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Writes `value` to `path` atomically, keeping the previous version as `path.bak`.
+pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| StoreError::Config { path: path.to_owned(), reason: e.to_string() })?;
+    write_atomic(path, &bytes)
+}
+
+/// Writes `bytes` to `path` atomically, keeping the previous version as `path.bak`.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(StoreError::io("create", dir))?;
+    }
+    let tmp = with_suffix(path, ".tmp");
+    {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(StoreError::io("create", &tmp))?;
+        f.write_all(bytes).map_err(StoreError::io("write", &tmp))?;
+        f.sync_all().map_err(StoreError::io("fsync", &tmp))?;
+    }
+    if path.exists() {
+        let bak = with_suffix(path, ".bak");
+        std::fs::copy(path, &bak).map_err(StoreError::io("back up", path))?;
+    }
+    std::fs::rename(&tmp, path).map_err(StoreError::io("rename", &tmp))?;
+    if let Some(dir) = path.parent() {
+        // Make the rename itself durable.
+        if let Ok(d) = std::fs::File::open(dir) {
+            let _ = d.sync_all();
+        }
+    }
+    Ok(())
+}
+
+fn parse<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
+    silo_wire::body::decode_json_body(bytes)
+        .map_err(|e| StoreError::Config { path: path.to_owned(), reason: e.to_string() })
+}
+
+/// Reads `path` (or its `.bak` if the main file is missing or corrupt). `Ok(None)` if neither
+/// exists.
+pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let bak = with_suffix(path, ".bak");
+    let main = match std::fs::read(path) {
+        Ok(bytes) => Some(parse::<T>(path, &bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(StoreError::io("read", path)(e)),
+    };
+    match main {
+        Some(Ok(value)) => Ok(Some(value)),
+        main_err => {
+            let backup = match std::fs::read(&bak) {
+                Ok(bytes) => Some(parse::<T>(&bak, &bytes)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                Err(e) => return Err(StoreError::io("read", &bak)(e)),
+            };
+            match (main_err, backup) {
+                (None, None) => Ok(None),
+                (Some(Err(e)), Some(Ok(value))) => {
+                    tracing::warn!(error = %e, backup = %bak.display(), "config file is corrupt; using its backup");
+                    Ok(Some(value))
+                }
+                (None, Some(Ok(value))) => {
+                    tracing::warn!(backup = %bak.display(), "config file is missing; using its backup");
+                    Ok(Some(value))
+                }
+                (Some(Err(e)), _) => Err(e),
+                (None, Some(Err(e))) => Err(e),
+                (Some(Ok(_)), _) => unreachable!("handled above"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Offsets {
+        #[serde(rename = "offsetTable")]
+        offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+    }
+
+    #[test]
+    fn java_written_files_with_bare_keys_are_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("consumerOffset.json");
+        std::fs::write(&path, "{\n\t\"offsetTable\":{\n\t\t\"T@g\":{0:12,1:7\n\t\t}\n\t}\n}").unwrap();
+        let read: Offsets = read_json(&path).unwrap().unwrap();
+        assert_eq!(read.offset_table["T@g"][&1], 7);
+    }
+
+    #[test]
+    fn a_corrupt_file_falls_back_to_its_backup_or_reports_where() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("topics.json");
+        let v1 = Offsets { offset_table: BTreeMap::from([("a@g".into(), BTreeMap::from([(0, 1)]))]) };
+        let v2 = Offsets { offset_table: BTreeMap::from([("a@g".into(), BTreeMap::from([(0, 2)]))]) };
+        write_json_atomic(&path, &v1).unwrap();
+        write_json_atomic(&path, &v2).unwrap();
+        assert_eq!(read_json::<Offsets>(&path).unwrap().unwrap(), v2);
+        std::fs::write(&path, "not json").unwrap();
+        assert_eq!(read_json::<Offsets>(&path).unwrap().unwrap(), v1, "the backup holds the previous version");
+        std::fs::write(with_suffix(&path, ".bak"), "{").unwrap();
+        let err = read_json::<Offsets>(&path).unwrap_err().to_string();
+        assert!(err.contains("topics.json") && err.contains("offset"), "{err}");
+        assert!(read_json::<Offsets>(&dir.path().join("absent.json")).unwrap().is_none());
+    }
+}

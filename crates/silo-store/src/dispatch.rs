@@ -1,0 +1,216 @@
+//! The dispatcher (spec 4.5, 5.4): follows the commit log and writes consume-queue units, LMQ
+//! units and index entries for every record, parsing records in place in the mapped segment.
+//! It wakes the waiters of every queue that got units, once per round, not once per message.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use silo_wire::properties::keys;
+use silo_wire::record::{Decoded, StoredRecord, decode_record, sys_flag};
+
+use crate::consume_queue::{ConsumeQueue, Unit};
+use crate::names::{SCHEDULE_TOPIC, delay_for_level, is_lmq, is_valid_topic, topic_allows_lmq};
+use crate::store::Inner;
+
+impl Inner {
+    pub(crate) fn run_dispatcher(self: &Arc<Self>) {
+        loop {
+            let target = self.commit_log.max_offset();
+            if self.dispatched_offset() < target {
+                self.dispatch_available(target);
+                continue;
+            }
+            if self.is_shut_down() {
+                return;
+            }
+            // Appenders unpark this thread; the timeout only bounds a missed wake-up.
+            std::thread::park_timeout(Duration::from_millis(100));
+        }
+    }
+
+    pub(crate) fn dispatched_offset(&self) -> i64 {
+        self.dispatched.load(Ordering::Acquire)
+    }
+
+    /// Dispatches every record from the dispatched offset up to `target`. Returns the number
+    /// of records seen.
+    pub(crate) fn dispatch_available(&self, target: i64) -> u64 {
+        let mut touched: Vec<Arc<ConsumeQueue>> = Vec::new();
+        let mut records = 0u64;
+        let mut at = self.dispatched_offset();
+        let mut index = self.index.as_ref().map(|i| i.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut last_ts = None;
+        while at < target {
+            let Some(segment) = self.commit_log.segment_for(at) else {
+                // The segment holding `at` was deleted by retention: skip to the oldest one.
+                let min = self.commit_log.min_offset();
+                if min > at {
+                    at = min;
+                    continue;
+                }
+                break;
+            };
+            let pos = (at as u64 - segment.start()) as usize;
+            let Some(bytes) = segment.readable_from(pos) else { break };
+            if bytes.is_empty() {
+                if segment.is_full() {
+                    at = segment.end() as i64;
+                    continue;
+                }
+                break;
+            }
+            let mut off = 0usize;
+            while off < bytes.len() {
+                match decode_record(bytes.get(off..).unwrap_or_default(), 0) {
+                    Ok(Decoded::Record(rec)) => {
+                        let phys = at + off as i64;
+                        self.dispatch_record(&rec, phys, &mut touched, index.as_deref_mut());
+                        last_ts = Some(rec.meta.store_timestamp);
+                        off += rec.total_size;
+                        records += 1;
+                    }
+                    Ok(Decoded::Blank { .. }) => {
+                        off = segment.end() as usize - segment.start() as usize - pos;
+                        break;
+                    }
+                    Err(e) => {
+                        tracing::error!(offset = at + off as i64, error = %e, "undecodable record in the published log");
+                        off = bytes.len();
+                        break;
+                    }
+                }
+            }
+            at += off as i64;
+            self.dispatched.store(at, Ordering::Release);
+        }
+        drop(index);
+        if let Some(ts) = last_ts {
+            self.last_dispatched_timestamp.fetch_max(ts, Ordering::AcqRel);
+        }
+        for q in touched {
+            q.wake();
+        }
+        records
+    }
+
+    /// Rebuilds `queues` (already reset) by walking the whole log up to `end`.
+    pub(crate) fn rebuild_queues(&self, queues: &[Arc<ConsumeQueue>], end: i64) -> u64 {
+        let mut touched = Vec::new();
+        let mut records = 0u64;
+        for segment in self.commit_log.segments() {
+            let bytes = segment.all_bytes();
+            let mut pos = 0usize;
+            while (segment.start() as i64 + pos as i64) < end {
+                match decode_record(bytes.get(pos..).unwrap_or_default(), 0) {
+                    Ok(Decoded::Record(rec)) => {
+                        let phys = segment.start() as i64 + pos as i64;
+                        let unit =
+                            Unit { commit_log_offset: phys, size: rec.total_size as i32, tags_code: rec.tags_code() };
+                        for q in queues {
+                            if q.topic() == rec.topic && q.queue_id() == rec.meta.queue_id {
+                                self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, &mut touched);
+                                records += 1;
+                            } else if q.queue_id() == 0
+                                && is_lmq(q.topic())
+                                && let (Some(names), Some(offsets)) = (
+                                    rec.properties.get(keys::INNER_MULTI_DISPATCH),
+                                    rec.properties.get(keys::INNER_MULTI_QUEUE_OFFSET),
+                                )
+                                && let Some((_, off)) =
+                                    names.split(',').zip(offsets.split(',')).find(|(n, _)| *n == q.topic())
+                                && let Ok(off) = off.parse::<i64>()
+                            {
+                                self.put_unit(q.topic(), 0, off, unit, &mut touched);
+                                records += 1;
+                            }
+                        }
+                        pos += rec.total_size;
+                    }
+                    _ => break,
+                }
+            }
+        }
+        records
+    }
+
+    fn dispatch_record(
+        &self,
+        rec: &StoredRecord<'_>,
+        phys: i64,
+        touched: &mut Vec<Arc<ConsumeQueue>>,
+        index: Option<&mut crate::index::IndexService>,
+    ) {
+        let tx = rec.meta.sys_flag & sys_flag::TRANSACTION_MASK;
+        let size = rec.total_size as i32;
+        if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT_TYPE {
+            let tags_code = match rec.properties.get(keys::DELAY).and_then(|d| d.parse::<i64>().ok()) {
+                Some(level) if rec.topic == SCHEDULE_TOPIC && level > 0 => {
+                    rec.meta.store_timestamp + delay_for_level(level)
+                }
+                _ => rec.tags_code(),
+            };
+            let unit = Unit { commit_log_offset: phys, size, tags_code };
+            self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched);
+            if self.config.enable_multi_dispatch && self.config.enable_lmq && topic_allows_lmq(rec.topic) {
+                self.dispatch_lmq(rec, Unit { tags_code: rec.tags_code(), ..unit }, touched);
+            }
+        }
+        if let Some(index) = index
+            && tx != sys_flag::TRANSACTION_ROLLBACK_TYPE
+            && phys >= self.index_covered.load(Ordering::Acquire)
+        {
+            let ts = rec.meta.store_timestamp;
+            let mut put = |key: &str| {
+                if !key.is_empty()
+                    && let Err(e) = index.put(rec.topic, key, phys, ts)
+                {
+                    tracing::error!(error = %e, "index write failed");
+                }
+            };
+            if let Some(uniq) = rec.properties.get(keys::UNIQ_KEY) {
+                put(uniq);
+            }
+            if let Some(keys) = rec.properties.get(keys::KEYS) {
+                keys.split(' ').for_each(&mut put);
+            }
+        }
+    }
+
+    /// LMQ units (spec 5.4). Both lists are split keeping empty elements, so mixed lists
+    /// (`"%LMQ%a,plain,%LMQ%b"` with offsets `"3,,9"`) dispatch correctly, where Java's split
+    /// drops trailing empties and fails on middle ones.
+    fn dispatch_lmq(&self, rec: &StoredRecord<'_>, unit: Unit, touched: &mut Vec<Arc<ConsumeQueue>>) {
+        let (Some(names), Some(offsets)) =
+            (rec.properties.get(keys::INNER_MULTI_DISPATCH), rec.properties.get(keys::INNER_MULTI_QUEUE_OFFSET))
+        else {
+            return;
+        };
+        if names.split(',').count() != offsets.split(',').count() {
+            tracing::error!(names, offsets, "LMQ lists of different lengths; not dispatched");
+            return;
+        }
+        for (name, offset) in names.split(',').zip(offsets.split(',')) {
+            let Ok(offset) = offset.parse::<i64>() else { continue };
+            if is_lmq(name) && is_valid_topic(name) {
+                self.put_unit(name, 0, offset, unit, touched);
+            }
+        }
+    }
+
+    fn put_unit(&self, topic: &str, queue_id: i32, offset: i64, unit: Unit, touched: &mut Vec<Arc<ConsumeQueue>>) {
+        let Some(cq) = self.queue(topic, queue_id) else {
+            tracing::error!(topic, queue_id, "record for an invalid queue; not dispatched");
+            return;
+        };
+        match cq.put(offset, unit) {
+            Ok(true) => {
+                if cq.mark_touched() {
+                    touched.push(cq);
+                }
+            }
+            Ok(false) => {}
+            Err(e) => tracing::error!(topic, queue_id, offset, error = %e, "consume-queue write failed"),
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! Store errors. I/O errors name the file; corruption errors name the file and the offset.
+
+use std::path::PathBuf;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file whose size or name breaks the layout (see docs/store-format.md).
+    #[error("{path}: {reason}")]
+    Layout { path: PathBuf, reason: String },
+    /// Bytes on disk that cannot be what Silo or RocketMQ wrote.
+    #[error("{path} at byte {offset}: {reason}")]
+    Corrupt { path: PathBuf, offset: u64, reason: String },
+    /// A config file that is not the JSON it should be (and no usable backup).
+    #[error("config file {path}: {reason}")]
+    Config { path: PathBuf, reason: String },
+    /// A message the format cannot store (too large, bad properties, too long a topic).
+    #[error("message rejected: {0}")]
+    MessageIllegal(String),
+    /// An LMQ name that is not a legal queue name (it would reach the file system).
+    #[error("invalid LMQ name {0:?}")]
+    InvalidLmqName(String),
+    /// A topic name that is not legal (it would reach the file system).
+    #[error("invalid topic name {0:?}")]
+    InvalidTopic(String),
+    /// A commit-log offset that holds no readable record.
+    #[error("no record at commit-log offset {0}")]
+    NoRecordAt(i64),
+    /// Synchronous flush did not complete within the timeout; the message is stored.
+    #[error("flush did not complete within {0:?}")]
+    FlushTimeout(std::time::Duration),
+    /// The store is shutting down or was shut down.
+    #[error("the store is shut down")]
+    ShutDown,
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
+    /// Another process holds the store's lock file.
+    #[error("store directory {0} is in use by another process")]
+    Locked(PathBuf),
+}
+
+impl StoreError {
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| Self::Io { op, path, source }
+    }
+}
+
+pub type Result<T, E = StoreError> = std::result::Result<T, E>;

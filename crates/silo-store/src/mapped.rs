@@ -1,0 +1,243 @@
+//! A fixed-size memory-mapped file with one writer and many readers.
+//!
+//! The writer (the commit log's append critical section, or the dispatcher for consume queues)
+//! copies bytes past the published write position, then publishes the new position with a
+//! release store. Readers only look at bytes below a position they loaded with acquire, which
+//! are never written again. That is what makes handing out `&[u8]` views into the map sound
+//! while the writer goes on.
+//!
+//! A file that retention deletes is unlinked, not truncated: a reader holding an `Arc` to it
+//! keeps a valid mapping (the kernel keeps the inode until the last unmap), so a read handle
+//! can never turn into SIGBUS.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use crate::error::{Result, StoreError};
+
+#[derive(Debug)]
+pub struct MappedFile {
+    path: PathBuf,
+    /// Global offset of the file's first byte (its name).
+    start: u64,
+    size: usize,
+    file: File,
+    map: MmapRaw,
+    /// Bytes written and published.
+    wrote: AtomicUsize,
+    /// Bytes known to be on disk.
+    flushed: AtomicUsize,
+    /// Set when retention removed the file; it is unlinked then, the mapping lives on.
+    deleted: AtomicBool,
+}
+
+/// The 20-digit file name of a file starting at `start`.
+pub fn file_name(start: u64) -> String {
+    format!("{start:020}")
+}
+
+/// Parses a 20-digit file name into its start offset.
+pub fn parse_file_name(name: &str) -> Option<u64> {
+    (name.len() == 20 && name.bytes().all(|b| b.is_ascii_digit())).then(|| name.parse().ok()).flatten()
+}
+
+impl MappedFile {
+    /// Creates (or reuses an empty leftover of) the file at full size. The file is sparse: its
+    /// blocks are allocated as the writer reaches them.
+    pub fn create(path: &Path, start: u64, size: usize) -> Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(StoreError::io("create", path))?;
+        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        if len != 0 && len != size as u64 {
+            return Err(StoreError::Layout {
+                path: path.to_owned(),
+                reason: format!("exists with {len} bytes, expected 0 or {size}"),
+            });
+        }
+        file.set_len(size as u64).map_err(StoreError::io("size", path))?;
+        Self::map(path, file, start, size, 0)
+    }
+
+    /// Opens an existing file, which must have exactly `size` bytes. `wrote` is the recovered
+    /// write position.
+    pub fn open(path: &Path, start: u64, size: usize) -> Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(path).map_err(StoreError::io("open", path))?;
+        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        if len != size as u64 {
+            return Err(StoreError::Layout {
+                path: path.to_owned(),
+                reason: format!("has {len} bytes, expected {size}"),
+            });
+        }
+        Self::map(path, file, start, size, 0)
+    }
+
+    fn map(path: &Path, file: File, start: u64, size: usize, wrote: usize) -> Result<Self> {
+        let map = MmapOptions::new().len(size).map_raw(&file).map_err(StoreError::io("mmap", path))?;
+        Ok(Self {
+            path: path.to_owned(),
+            start,
+            size,
+            file,
+            map,
+            wrote: AtomicUsize::new(wrote),
+            flushed: AtomicUsize::new(wrote),
+            deleted: AtomicBool::new(false),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn start(&self) -> u64 {
+        self.start
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn end(&self) -> u64 {
+        self.start.saturating_add(self.size as u64)
+    }
+
+    /// The published write position.
+    pub fn wrote(&self) -> usize {
+        self.wrote.load(Ordering::Acquire)
+    }
+
+    pub fn flushed(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    pub fn is_full(&self) -> bool {
+        self.wrote() >= self.size
+    }
+
+    /// The whole mapping, for recovery scans that run before any writer or reader exists.
+    pub fn all_bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `size` bytes long and lives as long as `self`. During recovery
+        // nothing writes concurrently; afterwards callers use `readable`.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.size) }
+    }
+
+    /// Published bytes `[pos, pos + len)`, if they are all below the write position.
+    pub fn readable(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.wrote() {
+            return None;
+        }
+        // SAFETY: `end <= wrote <= size`, so the range is inside the mapping, and bytes below the
+        // published write position are never written again (module docs).
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+    }
+
+    /// Published bytes from `pos` to the write position.
+    pub fn readable_from(&self, pos: usize) -> Option<&[u8]> {
+        let wrote = self.wrote();
+        self.readable(pos, wrote.checked_sub(pos)?)
+    }
+
+    /// Copies `parts` one after another into the file at `pos`, without publishing them.
+    ///
+    /// # Safety
+    /// The caller is the file's only writer (it holds the lock that serialises writers), and
+    /// `pos` is at or past the published write position, so no reader can be looking at the
+    /// bytes written.
+    pub unsafe fn write_at(&self, pos: usize, parts: &[&[u8]]) -> usize {
+        let mut at = pos;
+        for part in parts {
+            let end = at.saturating_add(part.len());
+            assert!(end <= self.size, "write past the end of {}", self.path.display());
+            // SAFETY: `at..end` is inside the mapping (asserted), unobserved by readers (caller
+            // contract), and `part` cannot overlap it: it is not published memory of this map.
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), self.map.as_mut_ptr().add(at), part.len()) };
+            at = end;
+        }
+        at.saturating_sub(pos)
+    }
+
+    /// Mutable access to unpublished bytes `[pos, pos + len)`.
+    ///
+    /// # Safety
+    /// As for [`write_at`](Self::write_at); the returned slice must not outlive the writer's lock.
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn unpublished_mut(&self, pos: usize, len: usize) -> &mut [u8] {
+        let end = pos.saturating_add(len);
+        assert!(end <= self.size, "write past the end of {}", self.path.display());
+        // SAFETY: inside the mapping (asserted); exclusive per the caller contract.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len) }
+    }
+
+    /// Publishes the write position (after the bytes below it were written).
+    pub fn publish(&self, wrote: usize) {
+        self.wrote.store(wrote.min(self.size), Ordering::Release);
+    }
+
+    /// Recovery: sets the write and flush positions.
+    pub fn set_recovered(&self, wrote: usize) {
+        self.wrote.store(wrote.min(self.size), Ordering::Release);
+        self.flushed.store(wrote.min(self.size), Ordering::Release);
+    }
+
+    /// Writes the dirty range to disk (msync). Returns the new flushed position.
+    pub fn flush(&self) -> Result<usize> {
+        let wrote = self.wrote();
+        let flushed = self.flushed();
+        if wrote > flushed {
+            self.map.flush_range(flushed, wrote - flushed).map_err(StoreError::io("msync", &self.path))?;
+            self.flushed.fetch_max(wrote, Ordering::AcqRel);
+        }
+        Ok(wrote)
+    }
+
+    /// Dirty bytes not yet flushed.
+    pub fn dirty(&self) -> usize {
+        self.wrote().saturating_sub(self.flushed())
+    }
+
+    /// Recovery repair: makes `[from, size)` read as zeros (punching a hole where the file system
+    /// supports it), so that bytes of a torn or abandoned tail can never be mistaken for records
+    /// after the writer has overwritten a prefix of them.
+    pub fn zero_tail(&self, from: usize) -> Result<()> {
+        if from >= self.size {
+            return Ok(());
+        }
+        let len = (self.size - from) as u64;
+        let punched = rustix::fs::fallocate(
+            &self.file,
+            rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
+            from as u64,
+            len,
+        );
+        if punched.is_err() {
+            // No hole punching here: write zeros through the mapping instead.
+            // SAFETY: recovery runs before any reader or writer exists.
+            unsafe { self.unpublished_mut(from, self.size - from) }.fill(0);
+        }
+        self.map.flush_range(from, self.size - from).map_err(StoreError::io("msync", &self.path))?;
+        Ok(())
+    }
+
+    /// Marks the file deleted and unlinks it. Readers holding it keep their mapping.
+    pub fn delete(&self) -> Result<()> {
+        if !self.deleted.swap(true, Ordering::AcqRel) {
+            std::fs::remove_file(&self.path).map_err(StoreError::io("delete", &self.path))?;
+        }
+        Ok(())
+    }
+
+    /// Last modification time of the file, for retention.
+    pub fn modified(&self) -> Option<std::time::SystemTime> {
+        self.file.metadata().ok()?.modified().ok()
+    }
+}
