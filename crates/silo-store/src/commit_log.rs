@@ -41,6 +41,21 @@ impl CommitLog {
             }
         }
         found.sort();
+        // Segments at the end that were created ahead of need and never written (their first
+        // record would start at byte 0) are removed, so that a short last segment before them
+        // is still recognised as the last.
+        while let Some((_, path)) = found.last() {
+            let mut head = [0u8; 8];
+            let read = std::fs::File::open(path)
+                .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut head, 0))
+                .map_err(StoreError::io("read", path))?;
+            if found.len() > 1 && (read == 0 || head == [0u8; 8]) {
+                std::fs::remove_file(path).map_err(StoreError::io("delete", path))?;
+                found.pop();
+            } else {
+                break;
+            }
+        }
         let count = found.len();
         let mut segments = Vec::with_capacity(count);
         for (i, (start, path)) in found.into_iter().enumerate() {

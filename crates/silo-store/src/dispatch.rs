@@ -34,7 +34,7 @@ impl Inner {
     }
 
     /// Dispatches every record from the dispatched offset up to `target`. Returns the number
-    /// of records seen.
+    /// of records that got a unit they did not have (all of them, except during recovery).
     pub(crate) fn dispatch_available(&self, target: i64) -> u64 {
         let mut touched: Vec<Arc<ConsumeQueue>> = Vec::new();
         let mut records = 0u64;
@@ -65,10 +65,11 @@ impl Inner {
                 match decode_record(bytes.get(off..).unwrap_or_default(), 0) {
                     Ok(Decoded::Record(rec)) => {
                         let phys = at + off as i64;
-                        self.dispatch_record(&rec, phys, &mut touched, index.as_deref_mut());
+                        if self.dispatch_record(&rec, phys, &mut touched, index.as_deref_mut()) {
+                            records += 1;
+                        }
                         last_ts = Some(rec.meta.store_timestamp);
                         off += rec.total_size;
-                        records += 1;
                     }
                     Ok(Decoded::Blank { .. }) => {
                         off = segment.end() as usize - segment.start() as usize - pos;
@@ -140,7 +141,8 @@ impl Inner {
         phys: i64,
         touched: &mut Vec<Arc<ConsumeQueue>>,
         index: Option<&mut crate::index::IndexService>,
-    ) {
+    ) -> bool {
+        let mut added = false;
         let tx = rec.meta.sys_flag & sys_flag::TRANSACTION_MASK;
         let size = rec.total_size as i32;
         if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT_TYPE {
@@ -151,7 +153,7 @@ impl Inner {
                 _ => rec.tags_code(),
             };
             let unit = Unit { commit_log_offset: phys, size, tags_code };
-            self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched);
+            added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched);
             if self.config.enable_multi_dispatch && self.config.enable_lmq && topic_allows_lmq(rec.topic) {
                 self.dispatch_lmq(rec, Unit { tags_code: rec.tags_code(), ..unit }, touched);
             }
@@ -175,6 +177,7 @@ impl Inner {
                 keys.split(' ').for_each(&mut put);
             }
         }
+        added
     }
 
     /// LMQ units (spec 5.4). Both lists are split keeping empty elements, so mixed lists
@@ -198,19 +201,30 @@ impl Inner {
         }
     }
 
-    fn put_unit(&self, topic: &str, queue_id: i32, offset: i64, unit: Unit, touched: &mut Vec<Arc<ConsumeQueue>>) {
+    fn put_unit(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        unit: Unit,
+        touched: &mut Vec<Arc<ConsumeQueue>>,
+    ) -> bool {
         let Some(cq) = self.queue(topic, queue_id) else {
             tracing::error!(topic, queue_id, "record for an invalid queue; not dispatched");
-            return;
+            return false;
         };
         match cq.put(offset, unit) {
             Ok(true) => {
                 if cq.mark_touched() {
                     touched.push(cq);
                 }
+                true
             }
-            Ok(false) => {}
-            Err(e) => tracing::error!(topic, queue_id, offset, error = %e, "consume-queue write failed"),
+            Ok(false) => false,
+            Err(e) => {
+                tracing::error!(topic, queue_id, offset, error = %e, "consume-queue write failed");
+                false
+            }
         }
     }
 }
