@@ -69,6 +69,6 @@ pub fn crash_body(seq: u64) -> Vec<u8> {
 
 /// Properties of message `seq`; every third one also goes to an LMQ.
 pub fn crash_props(seq: u64) -> String {
-    let lmq = if seq % 3 == 0 { "INNER_MULTI_DISPATCH\u{1}%LMQ%crash\u{2}" } else { "" };
+    let lmq = if seq.is_multiple_of(3) { "INNER_MULTI_DISPATCH\u{1}%LMQ%crash\u{2}" } else { "" };
     format!("KEYS\u{1}seq-{seq}\u{2}{lmq}WAIT\u{1}true\u{2}")
 }
