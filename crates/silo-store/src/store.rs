@@ -65,6 +65,7 @@ pub(crate) struct Inner {
     flushed_watch: tokio::sync::watch::Sender<i64>,
     shutdown: AtomicBool,
     dispatcher: OnceLock<Thread>,
+    flusher: OnceLock<Thread>,
     allocator: OnceLock<Thread>,
     allocation_wanted: AtomicBool,
     /// The open `lock` file, held (fcntl lock) for the life of the store.
@@ -221,6 +222,7 @@ impl Store {
             flushed_watch,
             shutdown: AtomicBool::new(false),
             dispatcher: OnceLock::new(),
+            flusher: OnceLock::new(),
             allocator: OnceLock::new(),
             allocation_wanted: AtomicBool::new(false),
             _lock: lock,
@@ -252,7 +254,9 @@ impl Store {
         let _ = self.inner.dispatcher.set(handle.thread().clone());
         threads.push(handle);
         let inner = Arc::clone(&self.inner);
-        threads.push(spawn("silo-flush", Box::new(move || inner.run_flusher()))?);
+        let handle = spawn("silo-flush", Box::new(move || inner.run_flusher()))?;
+        let _ = self.inner.flusher.set(handle.thread().clone());
+        threads.push(handle);
         let inner = Arc::clone(&self.inner);
         let handle = spawn("silo-allocate", Box::new(move || inner.run_allocator()))?;
         let _ = self.inner.allocator.set(handle.thread().clone());
@@ -454,7 +458,7 @@ impl Store {
         }
         // Let the dispatcher finish what is appended (bounded: it only has published records).
         self.inner.wake_dispatcher();
-        self.inner.flush_requested.notify_all();
+        self.inner.wake_flusher();
         if let Some(t) = self.inner.allocator.get() {
             t.unpark();
         }
@@ -487,6 +491,14 @@ impl Inner {
 
     pub(crate) fn wake_dispatcher(&self) {
         if let Some(t) = self.dispatcher.get() {
+            t.unpark();
+        }
+    }
+
+    /// Wakes the flusher, whether it waits on a sync request or sleeps between async rounds.
+    pub(crate) fn wake_flusher(&self) {
+        self.flush_requested.notify_all();
+        if let Some(t) = self.flusher.get() {
             t.unpark();
         }
     }
@@ -667,7 +679,7 @@ impl Inner {
             req.requested = end_offset;
         }
         drop(req);
-        self.flush_requested.notify_one();
+        self.wake_flusher();
     }
 
     fn wait_flushed(&self, end_offset: i64, timeout: Duration) -> Result<()> {
@@ -680,13 +692,15 @@ impl Inner {
             req.requested = end_offset;
         }
         self.flush_requested.notify_one();
+        if !self.config.flush.is_sync()
+            && let Some(t) = self.flusher.get()
+        {
+            t.unpark();
+        }
         while self.commit_log.flushed_offset() < end_offset {
             let now = Instant::now();
             if now >= deadline {
                 return Err(StoreError::FlushTimeout(timeout));
-            }
-            if self.is_shut_down() && self.commit_log.flushed_offset() < end_offset {
-                // The final flush at shutdown still covers it; wait for that briefly.
             }
             req = self.flush_done.wait_timeout(req, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
         }
@@ -756,7 +770,9 @@ impl Inner {
                     }
                 }
                 FlushMode::Async { interval, least_pages, thorough_interval } => {
-                    std::thread::park_timeout(interval);
+                    if !self.is_shut_down() {
+                        std::thread::park_timeout(interval);
+                    }
                     let thorough = last_thorough.elapsed() >= thorough_interval;
                     let dirty = self.commit_log.dirty_bytes();
                     let requested = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner()).requested
@@ -783,7 +799,8 @@ impl Inner {
                 }
                 last_clean = Instant::now();
             }
-            if shutting_down {
+            if shutting_down || self.is_shut_down() {
+                // `Store::shutdown` does the final flush once every thread has stopped.
                 return;
             }
         }
