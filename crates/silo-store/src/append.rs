@@ -209,8 +209,28 @@ impl Appender {
         let lmq_start = self.lmq.len();
         let lmq_props = match dispatch {
             None => {
-                self.buf.put_i16(msg.properties.len() as i16);
-                self.buf.put_slice(msg.properties.as_bytes());
+                // Where the dispatcher would honour INNER_MULTI_QUEUE_OFFSET but this append did
+                // not assign it (a batch, an empty list), a client-sent value is dropped: only
+                // the broker chooses LMQ offsets.
+                let lmq_dispatchable = cfg.enable_multi_dispatch && cfg.enable_lmq && topic_allows_lmq(msg.topic);
+                if lmq_dispatchable && props.get(LMQ_OFFSET_KEY).is_some() {
+                    let len_at = self.buf.len();
+                    self.buf.put_i16(0);
+                    let start = self.buf.len();
+                    for (k, v) in props.iter().filter(|(k, _)| *k != LMQ_OFFSET_KEY) {
+                        self.buf.put_slice(k.as_bytes());
+                        self.buf.put_u8(NAME_VALUE_SEPARATOR);
+                        self.buf.put_slice(v.as_bytes());
+                        self.buf.put_u8(PROPERTY_SEPARATOR);
+                    }
+                    let len = (self.buf.len() - start) as i16;
+                    if let Some(slot) = self.buf.get_mut(len_at..len_at + 2) {
+                        slot.copy_from_slice(&len.to_be_bytes());
+                    }
+                } else {
+                    self.buf.put_i16(msg.properties.len() as i16);
+                    self.buf.put_slice(msg.properties.as_bytes());
+                }
                 None
             }
             Some(list) => {
@@ -316,7 +336,11 @@ impl Inner {
         }
         let state = &mut *state;
         let now = crate::store::now_ms().max(state.last_store_timestamp);
-        let queue_offset = state.queue_offset(topic, queue_id);
+        // Prepared and rolled-back transaction records are never dispatched, so they take no
+        // queue offset (0 in the record, nothing advances), as in Java.
+        let tx = first.sys_flag & sys_flag::TRANSACTION_MASK;
+        let takes_offset = !(tx == sys_flag::TRANSACTION_PREPARED_TYPE || tx == sys_flag::TRANSACTION_ROLLBACK_TYPE);
+        let queue_offset = if takes_offset { state.queue_offset(topic, queue_id) } else { 0 };
 
         // LMQ offsets: read once, kept across a retry in the next segment.
         let mut sizes_total = 0usize;
@@ -401,7 +425,7 @@ impl Inner {
                 if enc.lmq_props.is_some() { enc.base_size + LMQ_KEY_OVERHEAD + lmq_list_len } else { enc.base_size };
             let prefix = app.buf.get_mut(enc.prefix.clone()).unwrap_or_default();
             patch_i32(prefix, offsets::TOTAL_SIZE, size as i32);
-            patch_i64(prefix, offsets::QUEUE_OFFSET, queue_offset + i as i64);
+            patch_i64(prefix, offsets::QUEUE_OFFSET, if takes_offset { queue_offset + i as i64 } else { 0 });
             patch_i64(prefix, offsets::PHYSICAL_OFFSET, phys);
             patch_i64(prefix, store_timestamp_offset(enc.sys_flag), now);
             let prefix = app.buf.get(enc.prefix.clone()).unwrap_or_default();
@@ -440,7 +464,9 @@ impl Inner {
         self.commit_log.set_max_offset(end);
 
         // PUT_OK: only now do the offsets advance, exactly once.
-        state.advance_queue(topic, queue_id, queue_offset + app.encoded.len() as i64);
+        if takes_offset {
+            state.advance_queue(topic, queue_id, queue_offset + app.encoded.len() as i64);
+        }
         for (enc, msg) in app.encoded.iter().zip(msgs) {
             for slot in app.lmq.get(enc.lmq_slots.clone()).unwrap_or_default() {
                 if let Some(range) = &slot.name {
@@ -520,6 +546,9 @@ pub(crate) fn append_batch(inner: &Inner, app: &mut Appender, msgs: &[MessageToS
     for msg in msgs {
         if msg.topic != first.topic || msg.queue_id != first.queue_id {
             return Err(StoreError::MessageIllegal("a batch must target one queue".into()));
+        }
+        if msg.sys_flag & sys_flag::TRANSACTION_MASK != sys_flag::TRANSACTION_NOT_TYPE {
+            return Err(StoreError::MessageIllegal("a batch cannot hold transactional messages".into()));
         }
         app.encode(inner, msg, false)?;
     }

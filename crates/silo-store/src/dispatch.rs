@@ -15,10 +15,12 @@ use crate::store::Inner;
 
 impl Inner {
     pub(crate) fn run_dispatcher(self: &Arc<Self>) {
+        // Reused across rounds, so that a round allocates nothing.
+        let mut touched = Vec::new();
         loop {
             let target = self.commit_log.max_offset();
             if self.dispatched_offset() < target {
-                self.dispatch_available(target);
+                self.dispatch_with(target, &mut touched);
                 continue;
             }
             if self.is_shut_down() {
@@ -36,7 +38,10 @@ impl Inner {
     /// Dispatches every record from the dispatched offset up to `target`. Returns the number
     /// of records that got a unit they did not have (all of them, except during recovery).
     pub(crate) fn dispatch_available(&self, target: i64) -> u64 {
-        let mut touched: Vec<Arc<ConsumeQueue>> = Vec::new();
+        self.dispatch_with(target, &mut Vec::new())
+    }
+
+    fn dispatch_with(&self, target: i64, touched: &mut Vec<Arc<ConsumeQueue>>) -> u64 {
         let mut records = 0u64;
         let mut at = self.dispatched_offset();
         let mut index = self.index.as_ref().map(|i| i.lock().unwrap_or_else(|e| e.into_inner()));
@@ -65,7 +70,7 @@ impl Inner {
                 match decode_record(bytes.get(off..).unwrap_or_default(), 0) {
                     Ok(Decoded::Record(rec)) => {
                         let phys = at + off as i64;
-                        if self.dispatch_record(&rec, phys, &mut touched, index.as_deref_mut()) {
+                        if self.dispatch_record(&rec, phys, touched, index.as_deref_mut(), None) {
                             records += 1;
                         }
                         last_ts = Some(rec.meta.store_timestamp);
@@ -89,13 +94,14 @@ impl Inner {
         if let Some(ts) = last_ts {
             self.last_dispatched_timestamp.fetch_max(ts, Ordering::AcqRel);
         }
-        for q in touched {
+        for q in touched.drain(..) {
             q.wake();
         }
         records
     }
 
-    /// Rebuilds `queues` (already reset) by walking the whole log up to `end`.
+    /// Rebuilds `queues` (already reset) by walking the whole log up to `end`, with the same
+    /// rules as normal dispatch but writing only into those queues.
     pub(crate) fn rebuild_queues(&self, queues: &[Arc<ConsumeQueue>], end: i64) -> u64 {
         let mut touched = Vec::new();
         let mut records = 0u64;
@@ -106,25 +112,8 @@ impl Inner {
                 match decode_record(bytes.get(pos..).unwrap_or_default(), 0) {
                     Ok(Decoded::Record(rec)) => {
                         let phys = segment.start() as i64 + pos as i64;
-                        let unit =
-                            Unit { commit_log_offset: phys, size: rec.total_size as i32, tags_code: rec.tags_code() };
-                        for q in queues {
-                            if q.topic() == rec.topic && q.queue_id() == rec.meta.queue_id {
-                                self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, &mut touched);
-                                records += 1;
-                            } else if q.queue_id() == 0
-                                && is_lmq(q.topic())
-                                && let (Some(names), Some(offsets)) = (
-                                    rec.properties.get(keys::INNER_MULTI_DISPATCH),
-                                    rec.properties.get(keys::INNER_MULTI_QUEUE_OFFSET),
-                                )
-                                && let Some((_, off)) =
-                                    names.split(',').zip(offsets.split(',')).find(|(n, _)| *n == q.topic())
-                                && let Ok(off) = off.parse::<i64>()
-                            {
-                                self.put_unit(q.topic(), 0, off, unit, &mut touched);
-                                records += 1;
-                            }
+                        if self.dispatch_record(&rec, phys, &mut touched, None, Some(queues)) {
+                            records += 1;
                         }
                         pos += rec.total_size;
                     }
@@ -141,6 +130,7 @@ impl Inner {
         phys: i64,
         touched: &mut Vec<Arc<ConsumeQueue>>,
         index: Option<&mut crate::index::IndexService>,
+        only: Option<&[Arc<ConsumeQueue>]>,
     ) -> bool {
         let mut added = false;
         let tx = rec.meta.sys_flag & sys_flag::TRANSACTION_MASK;
@@ -153,9 +143,9 @@ impl Inner {
                 _ => rec.tags_code(),
             };
             let unit = Unit { commit_log_offset: phys, size, tags_code };
-            added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched);
+            added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched, only);
             if self.config.enable_multi_dispatch && self.config.enable_lmq && topic_allows_lmq(rec.topic) {
-                self.dispatch_lmq(rec, Unit { tags_code: rec.tags_code(), ..unit }, touched);
+                added |= self.dispatch_lmq(rec, Unit { tags_code: rec.tags_code(), ..unit }, touched, only);
             }
         }
         if let Some(index) = index
@@ -183,22 +173,30 @@ impl Inner {
     /// LMQ units (spec 5.4). Both lists are split keeping empty elements, so mixed lists
     /// (`"%LMQ%a,plain,%LMQ%b"` with offsets `"3,,9"`) dispatch correctly, where Java's split
     /// drops trailing empties and fails on middle ones.
-    fn dispatch_lmq(&self, rec: &StoredRecord<'_>, unit: Unit, touched: &mut Vec<Arc<ConsumeQueue>>) {
+    fn dispatch_lmq(
+        &self,
+        rec: &StoredRecord<'_>,
+        unit: Unit,
+        touched: &mut Vec<Arc<ConsumeQueue>>,
+        only: Option<&[Arc<ConsumeQueue>]>,
+    ) -> bool {
         let (Some(names), Some(offsets)) =
             (rec.properties.get(keys::INNER_MULTI_DISPATCH), rec.properties.get(keys::INNER_MULTI_QUEUE_OFFSET))
         else {
-            return;
+            return false;
         };
         if names.split(',').count() != offsets.split(',').count() {
             tracing::error!(names, offsets, "LMQ lists of different lengths; not dispatched");
-            return;
+            return false;
         }
+        let mut added = false;
         for (name, offset) in names.split(',').zip(offsets.split(',')) {
             let Ok(offset) = offset.parse::<i64>() else { continue };
             if is_lmq(name) && is_valid_topic(name) {
-                self.put_unit(name, 0, offset, unit, touched);
+                added |= self.put_unit(name, 0, offset, unit, touched, only);
             }
         }
+        added
     }
 
     fn put_unit(
@@ -208,7 +206,14 @@ impl Inner {
         offset: i64,
         unit: Unit,
         touched: &mut Vec<Arc<ConsumeQueue>>,
+        only: Option<&[Arc<ConsumeQueue>]>,
     ) -> bool {
+        // A rebuild writes only into the queues it rebuilds.
+        if let Some(only) = only
+            && !only.iter().any(|q| q.topic() == topic && q.queue_id() == queue_id)
+        {
+            return false;
+        }
         let Some(cq) = self.queue(topic, queue_id) else {
             tracing::error!(topic, queue_id, "record for an invalid queue; not dispatched");
             return false;

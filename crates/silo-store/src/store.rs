@@ -70,6 +70,32 @@ pub(crate) struct Inner {
     allocation_wanted: AtomicBool,
     /// The open `lock` file, held (fcntl lock) for the life of the store.
     _lock: std::fs::File,
+    _root_guard: RootGuard,
+}
+
+/// fcntl locks are per process: they keep other processes (another Silo, a Java broker) out,
+/// but not a second `Store::open` of the same directory in this process. This registry does.
+static OPEN_ROOTS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+#[derive(Debug)]
+struct RootGuard(std::path::PathBuf);
+
+impl RootGuard {
+    fn acquire(root: &std::path::Path) -> Result<Self> {
+        let canonical = root.canonicalize().map_err(StoreError::io("resolve", root))?;
+        let mut open = OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+        if open.contains(&canonical) {
+            return Err(StoreError::Locked(root.to_owned()));
+        }
+        open.push(canonical.clone());
+        Ok(Self(canonical))
+    }
+}
+
+impl Drop for RootGuard {
+    fn drop(&mut self) {
+        OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != self.0);
+    }
 }
 
 /// The message store. Cheap to share behind an `Arc`; all methods take `&self`.
@@ -187,6 +213,7 @@ impl Store {
         let started = Instant::now();
         let root = config.root.clone();
         std::fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
+        let root_guard = RootGuard::acquire(&root)?;
         let lock_path = root.join("lock");
         let lock = OpenOptions::new()
             .read(true)
@@ -226,6 +253,7 @@ impl Store {
             allocator: OnceLock::new(),
             allocation_wanted: AtomicBool::new(false),
             _lock: lock,
+            _root_guard: root_guard,
             config,
         });
         let mut report = inner.recover(abnormal, checkpoint)?;
@@ -887,6 +915,13 @@ impl Inner {
         let segments = self.commit_log.segments();
         let mut report = RecoveryReport { abnormal, rebuilt_queues: damaged.len(), ..Default::default() };
         if segments.is_empty() {
+            // No log: no queue may name a record.
+            for q in &damaged {
+                q.reset()?;
+            }
+            for q in self.all_queues() {
+                q.truncate_beyond(0)?;
+            }
             let start = 0;
             self.commit_log.truncate_to(start)?;
             self.dispatched.store(start, Ordering::Release);
@@ -915,6 +950,7 @@ impl Inner {
 
         // Pass 1: validate records up to the first invalid one.
         let mut end = walk_from;
+        let mut last_store_timestamp = 0i64;
         'segments: for seg in segments.iter().skip(start_index) {
             let bytes = seg.all_bytes();
             let mut pos = 0usize;
@@ -929,6 +965,7 @@ impl Inner {
                         }
                         pos += rec.total_size;
                         end = seg.start() as i64 + pos as i64;
+                        last_store_timestamp = last_store_timestamp.max(rec.meta.store_timestamp);
                     }
                     Ok(Decoded::Blank { .. }) => {
                         end = seg.end() as i64;
@@ -975,7 +1012,17 @@ impl Inner {
         self.index_covered.store(self.index_end(), Ordering::Release);
         self.dispatched.store(redispatch_from, Ordering::Release);
         report.redispatched_records += self.dispatch_available(end);
+        // Queues must not start before the oldest record still in the log.
+        let log_min = self.commit_log.min_offset();
+        for q in self.all_queues() {
+            q.correct_min_offset(log_min)?;
+        }
         self.restore_offsets();
+        // Store timestamps never go backwards across a restart either: recovery after a
+        // crash relies on them to find where to start.
+        let mut state = self.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        state.last_store_timestamp = last_store_timestamp;
+        drop(state);
         Ok(report)
     }
 
@@ -1006,6 +1053,5 @@ impl Inner {
             }
         }
         state.current = self.commit_log.last_segment();
-        state.last_store_timestamp = 0;
     }
 }

@@ -155,3 +155,108 @@ async fn waiting_for_a_message_is_woken_by_dispatch() {
     assert!(started.elapsed() < Duration::from_secs(2));
     assert!(!store.wait_for_message("Wait", 2, 1, Duration::from_millis(100)).await, "times out when nothing arrives");
 }
+
+#[test]
+fn retention_deletes_old_segments_without_breaking_live_read_handles() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(config(dir.path())).unwrap();
+    let mut app = Appender::new();
+    let mut first = None;
+    for i in 0..400u64 {
+        let (b, p) = (body(i), props(i));
+        let r = store.append(&mut app, &message("Old", 0, &b, &p)).unwrap();
+        first.get_or_insert(r.physical_offset);
+    }
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    let held = store.get_messages("Old", 0, 0, 4, 1 << 20, TagFilter::All).messages;
+    let before: Vec<Vec<u8>> = held.iter().map(|m| m.to_vec()).collect();
+    let segments = std::fs::read_dir(dir.path().join("commitlog")).unwrap().count();
+    // Everything but the active segment is "older than the reserved time" a century from now.
+    let later = std::time::SystemTime::now() + Duration::from_secs(100 * 365 * 24 * 3600);
+    let deleted = store.delete_expired_files_at(later).unwrap();
+    assert!(deleted >= 2, "deleted {deleted} of {segments} segments");
+    assert!(!dir.path().join("commitlog").join(format!("{:020}", 0)).exists());
+    // The handles still read the same bytes: the mapping outlives the file.
+    for (m, bytes) in held.iter().zip(&before) {
+        assert_eq!(&m[..], &bytes[..]);
+        assert!(record(m).body_crc_matches());
+    }
+    // New reads start past the deleted records.
+    let r = store.get_messages("Old", 0, 0, 4, 1 << 20, TagFilter::All);
+    assert_eq!(r.status, GetStatus::OffsetTooSmall);
+    assert!(r.next_begin_offset > 0);
+    let r = store.get_messages("Old", 0, r.next_begin_offset, 4, 1 << 20, TagFilter::All);
+    assert_eq!(r.status, GetStatus::Found);
+    assert!(store.read_at(first.unwrap()).is_err());
+}
+
+#[test]
+fn a_store_directory_cannot_be_opened_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(config(dir.path())).unwrap();
+    assert!(matches!(Store::open(config(dir.path())), Err(silo_store::StoreError::Locked(_))));
+    drop(store);
+    Store::open(config(dir.path())).unwrap();
+}
+
+#[test]
+fn prepared_and_rolled_back_transaction_records_take_no_queue_offset() {
+    use silo_wire::record::sys_flag;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(config(dir.path())).unwrap();
+    let mut app = Appender::new();
+    let mut offsets = Vec::new();
+    for flag in [
+        0,
+        sys_flag::TRANSACTION_PREPARED_TYPE,
+        sys_flag::TRANSACTION_COMMIT_TYPE,
+        sys_flag::TRANSACTION_ROLLBACK_TYPE,
+        0,
+    ] {
+        let msg = silo_store::MessageToStore { sys_flag: flag, ..message("Tx", 0, b"m", "") };
+        offsets.push(store.append(&mut app, &msg).unwrap().queue_offset);
+    }
+    assert_eq!(offsets, vec![0, 0, 1, 0, 2]);
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert_eq!(store.max_offset_in_queue("Tx", 0), 3, "no holes: prepared and rollback records are not dispatched");
+    drop(store);
+    let store = Store::open(config(dir.path())).unwrap();
+    assert_eq!(store.next_queue_offset("Tx", 0), 3);
+}
+
+#[test]
+fn the_store_writes_exactly_the_record_the_codec_encodes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(config(dir.path())).unwrap();
+    let (b, p) = (body(5), props(5));
+    let r = store.append(&mut Appender::new(), &message("Same", 2, &b, &p)).unwrap();
+    let stored = store.read_at(r.physical_offset).unwrap();
+    let rec = record(&stored);
+    let mut expected = Vec::new();
+    silo_wire::record::encode_record(
+        &rec.meta,
+        "Same",
+        &b,
+        silo_wire::batch::OutgoingProperties::Raw(p.as_bytes()),
+        &mut expected,
+    )
+    .unwrap();
+    assert_eq!(&stored[..], &expected[..]);
+    assert_eq!(
+        (rec.meta.queue_offset, rec.meta.physical_offset, rec.meta.store_timestamp),
+        (0, r.physical_offset, r.store_timestamp)
+    );
+    assert_eq!(rec.meta.store_host, store.config().store_host);
+}
+
+#[test]
+fn store_timestamps_never_go_backwards_across_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let last = {
+        let store = Store::open(config(dir.path())).unwrap();
+        let mut app = Appender::new();
+        (0..20).map(|_| store.append(&mut app, &message("Ts", 0, b"m", "")).unwrap().store_timestamp).max().unwrap()
+    };
+    let store = Store::open(config(dir.path())).unwrap();
+    assert!(store.append(&mut Appender::new(), &message("Ts", 0, b"m", "")).unwrap().store_timestamp >= last);
+}

@@ -183,3 +183,18 @@ fn lmq_offsets_survive_a_restart() {
     let r = store.append(&mut Appender::new(), &message("Parent", 0, b"m", props)).unwrap();
     assert!(stored_props(&store, r.physical_offset).ends_with("INNER_MULTI_QUEUE_OFFSET\u{1}5\u{2}"));
 }
+
+#[test]
+fn a_forged_offset_list_in_a_batch_cannot_plant_lmq_units() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(lmq_config(dir.path())).unwrap();
+    let mut app = Appender::new();
+    let forged = "INNER_MULTI_DISPATCH\u{1}%LMQ%f\u{2}INNER_MULTI_QUEUE_OFFSET\u{1}7\u{2}";
+    let msgs = [message("Parent", 0, b"a", forged), message("Parent", 0, b"b", forged)];
+    let r = store.append_batch(&mut app, &msgs).unwrap();
+    assert_eq!(stored_props(&store, r.physical_offset), "INNER_MULTI_DISPATCH\u{1}%LMQ%f\u{2}");
+    // A real LMQ message afterwards gets offset 0 and is dispatched.
+    let real = store.append(&mut app, &message("Parent", 0, b"c", "INNER_MULTI_DISPATCH\u{1}%LMQ%f\u{2}")).unwrap();
+    assert!(store.wait_dispatched(Duration::from_secs(5)));
+    assert_eq!(lmq_offsets_of(&store, "%LMQ%f"), vec![real.physical_offset]);
+}
