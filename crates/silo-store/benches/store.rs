@@ -9,7 +9,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::hint::black_box;
-use std::io::{Seek, Write};
+use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -137,23 +137,27 @@ fn bench_append(c: &mut Criterion) {
         drop(store);
         drop(dir);
 
-        // Ceiling 1: copying the same record bytes into a mapped file of the same size.
+        // Ceiling 1: copying the same record bytes into a fresh mapped file of the segment's
+        // size (new pages, as the log has), a new file whenever one is full.
         let dir = tempfile::tempdir().unwrap();
-        let file = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(dir.path().join("m"))
-            .unwrap();
-        file.set_len(SEGMENT as u64).unwrap();
-        // SAFETY: the file is private to this benchmark.
-        let mut map = unsafe { memmap2::MmapMut::map_mut(&file) }.unwrap();
         let record = vec![0xA5u8; record_len];
+        let new_map = |n: usize| {
+            let path = dir.path().join(format!("m{n}"));
+            let file =
+                std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+            file.set_len(SEGMENT as u64).unwrap();
+            let _ = std::fs::remove_file(&path);
+            // SAFETY: the file is private to this benchmark.
+            unsafe { memmap2::MmapMut::map_mut(&file) }.unwrap()
+        };
+        let mut files = 0usize;
+        let mut map = new_map(files);
         let mut pos = 0usize;
-        group.bench_function(BenchmarkId::new("ceiling_memcpy_to_mapped_file", &name), |b| {
+        group.bench_function(BenchmarkId::new("ceiling_memcpy_to_new_mapped_file", &name), |b| {
             b.iter(|| {
                 if pos + record_len > SEGMENT {
+                    files += 1;
+                    map = new_map(files);
                     pos = 0;
                 }
                 map[pos..pos + record_len].copy_from_slice(black_box(&record));
@@ -162,14 +166,20 @@ fn bench_append(c: &mut Criterion) {
         });
         drop(map);
 
-        // Ceiling 2: a plain sequential write(2) of each record to a file.
-        let mut out =
-            std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(dir.path().join("w")).unwrap();
+        // Ceiling 2: a plain sequential write(2) of each record to a new file of the same size.
+        let new_file = |n: usize| {
+            let path = dir.path().join(format!("w{n}"));
+            let f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(&path).unwrap();
+            let _ = std::fs::remove_file(&path);
+            f
+        };
+        let mut out = new_file(0);
         let mut written = 0usize;
-        group.bench_function(BenchmarkId::new("ceiling_sequential_write", &name), |b| {
+        group.bench_function(BenchmarkId::new("ceiling_sequential_write_to_new_file", &name), |b| {
             b.iter(|| {
                 if written + record_len > SEGMENT {
-                    out.rewind().unwrap();
+                    files += 1;
+                    out = new_file(files);
                     written = 0;
                 }
                 out.write_all(black_box(&record)).unwrap();
@@ -213,6 +223,20 @@ fn bench_sync_flush(c: &mut Criterion) {
     let mut group = c.benchmark_group("sync_flush_group_commit");
     group.sample_size(10).measurement_time(Duration::from_secs(5)).warm_up_time(Duration::from_secs(1));
     let body = vec![0x5Au8; 1024];
+    // Ceiling for one writer without group commit: a 1 KiB write(2) and an fdatasync each.
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let mut f =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(dir.path().join("f")).unwrap();
+        let record = vec![0xA5u8; 1150];
+        group.throughput(Throughput::Elements(1));
+        group.bench_function("ceiling_write_fdatasync_1KiB", |b| {
+            b.iter(|| {
+                f.write_all(&record).unwrap();
+                f.sync_data().unwrap();
+            })
+        });
+    }
     for writers in [1usize, 8, 64] {
         let dir = tempfile::tempdir().unwrap();
         let store = Arc::new(Store::open(config(dir.path(), FlushMode::default_sync())).unwrap());

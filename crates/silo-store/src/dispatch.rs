@@ -17,17 +17,32 @@ impl Inner {
     pub(crate) fn run_dispatcher(self: &Arc<Self>) {
         // Reused across rounds, so that a round allocates nothing.
         let mut touched = Vec::new();
+        let mut idle_rounds = 0u32;
         loop {
             let target = self.commit_log.max_offset();
             if self.dispatched_offset() < target {
                 self.dispatch_with(target, &mut touched);
+                idle_rounds = 0;
                 continue;
             }
             if self.is_shut_down() {
                 return;
             }
-            // Appenders unpark this thread; the timeout only bounds a missed wake-up.
-            std::thread::park_timeout(Duration::from_millis(100));
+            idle_rounds = idle_rounds.saturating_add(1);
+            if idle_rounds < 100 {
+                // Recently busy: poll, so that appends need not wake this thread one by one.
+                std::thread::park_timeout(Duration::from_millis(1));
+                continue;
+            }
+            // Idle for ~100 ms: sleep until an append wakes us. The flag is set before the last
+            // look for work, and appenders publish before they read it, so none is missed.
+            self.dispatcher_sleeping.store(true, Ordering::SeqCst);
+            std::sync::atomic::fence(Ordering::SeqCst);
+            if self.commit_log.max_offset() == self.dispatched_offset() && !self.is_shut_down() {
+                std::thread::park_timeout(Duration::from_millis(500));
+            }
+            self.dispatcher_sleeping.store(false, Ordering::SeqCst);
+            idle_rounds = 0;
         }
     }
 
@@ -135,17 +150,19 @@ impl Inner {
         let mut added = false;
         let tx = rec.meta.sys_flag & sys_flag::TRANSACTION_MASK;
         let size = rec.total_size as i32;
+        let props = DispatchProps::parse(rec);
+        let tags_code = silo_wire::checksum::tags_code(props.tags);
         if tx == sys_flag::TRANSACTION_NOT_TYPE || tx == sys_flag::TRANSACTION_COMMIT_TYPE {
-            let tags_code = match rec.properties.get(keys::DELAY).and_then(|d| d.parse::<i64>().ok()) {
+            let queue_tags_code = match props.delay.and_then(|d| d.parse::<i64>().ok()) {
                 Some(level) if rec.topic == SCHEDULE_TOPIC && level > 0 => {
                     rec.meta.store_timestamp + delay_for_level(level)
                 }
-                _ => rec.tags_code(),
+                _ => tags_code,
             };
-            let unit = Unit { commit_log_offset: phys, size, tags_code };
+            let unit = Unit { commit_log_offset: phys, size, tags_code: queue_tags_code };
             added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched, only);
             if self.config.enable_multi_dispatch && self.config.enable_lmq && topic_allows_lmq(rec.topic) {
-                added |= self.dispatch_lmq(rec, Unit { tags_code: rec.tags_code(), ..unit }, touched, only);
+                added |= self.dispatch_lmq(&props, Unit { tags_code, ..unit }, touched, only);
             }
         }
         if let Some(index) = index
@@ -160,10 +177,10 @@ impl Inner {
                     tracing::error!(error = %e, "index write failed");
                 }
             };
-            if let Some(uniq) = rec.properties.get(keys::UNIQ_KEY) {
+            if let Some(uniq) = props.uniq_key {
                 put(uniq);
             }
-            if let Some(keys) = rec.properties.get(keys::KEYS) {
+            if let Some(keys) = props.keys {
                 keys.split(' ').for_each(&mut put);
             }
         }
@@ -175,14 +192,12 @@ impl Inner {
     /// drops trailing empties and fails on middle ones.
     fn dispatch_lmq(
         &self,
-        rec: &StoredRecord<'_>,
+        props: &DispatchProps<'_>,
         unit: Unit,
         touched: &mut Vec<Arc<ConsumeQueue>>,
         only: Option<&[Arc<ConsumeQueue>]>,
     ) -> bool {
-        let (Some(names), Some(offsets)) =
-            (rec.properties.get(keys::INNER_MULTI_DISPATCH), rec.properties.get(keys::INNER_MULTI_QUEUE_OFFSET))
-        else {
+        let (Some(names), Some(offsets)) = (props.multi_dispatch, props.multi_queue_offset) else {
             return false;
         };
         if names.split(',').count() != offsets.split(',').count() {
@@ -231,5 +246,35 @@ impl Inner {
                 false
             }
         }
+    }
+}
+
+/// The properties the dispatcher needs, found in one pass over the record's properties
+/// (instead of one scan per key). Later duplicates win, as in every properties reader.
+#[derive(Debug, Default)]
+struct DispatchProps<'a> {
+    tags: Option<&'a str>,
+    keys: Option<&'a str>,
+    uniq_key: Option<&'a str>,
+    delay: Option<&'a str>,
+    multi_dispatch: Option<&'a str>,
+    multi_queue_offset: Option<&'a str>,
+}
+
+impl<'a> DispatchProps<'a> {
+    fn parse(rec: &StoredRecord<'a>) -> Self {
+        let mut p = Self::default();
+        for (k, v) in rec.properties.iter() {
+            match k {
+                keys::TAGS => p.tags = Some(v),
+                keys::KEYS => p.keys = Some(v),
+                keys::UNIQ_KEY => p.uniq_key = Some(v),
+                keys::DELAY => p.delay = Some(v),
+                keys::INNER_MULTI_DISPATCH => p.multi_dispatch = Some(v),
+                keys::INNER_MULTI_QUEUE_OFFSET => p.multi_queue_offset = Some(v),
+                _ => {}
+            }
+        }
+        p
     }
 }

@@ -32,6 +32,8 @@ pub struct MappedFile {
     flushed: AtomicUsize,
     /// Set when retention removed the file; it is unlinked then, the mapping lives on.
     deleted: AtomicBool,
+    /// Bytes whose pages are already faulted in writable (see [`MappedFile::prefault_ahead`]).
+    populated: AtomicUsize,
 }
 
 /// The 20-digit file name of a file starting at `start`.
@@ -91,6 +93,7 @@ impl MappedFile {
             wrote: AtomicUsize::new(wrote),
             flushed: AtomicUsize::new(wrote),
             deleted: AtomicBool::new(false),
+            populated: AtomicUsize::new(0),
         })
     }
 
@@ -226,6 +229,31 @@ impl MappedFile {
         }
         self.map.flush_range(from, self.size - from).map_err(StoreError::io("msync", &self.path))?;
         Ok(())
+    }
+
+    /// Faults in, writable, the pages up to `window` bytes past the write position, so that the
+    /// writer does not take a page fault (and the kernel's page zeroing) per new page on its
+    /// critical path. Populating only fills page tables, it never changes the file's bytes, so
+    /// it is safe while the writer writes. Returns whether anything was done.
+    pub fn prefault_ahead(&self, window: usize) -> bool {
+        const PAGE: usize = 4096;
+        let target = self.wrote().saturating_add(window).min(self.size);
+        let from = self.populated.load(Ordering::Acquire).max(self.wrote() / PAGE * PAGE);
+        if target <= from {
+            return false;
+        }
+        match self.map.advise_range(memmap2::Advice::PopulateWrite, from, target - from) {
+            Ok(()) => {
+                self.populated.fetch_max(target, Ordering::AcqRel);
+                true
+            }
+            Err(e) => {
+                // Kernels before 5.14 lack MADV_POPULATE_WRITE: the writer faults as usual.
+                tracing::debug!(error = %e, "cannot prefault a mapped file");
+                self.populated.store(self.size, Ordering::Release);
+                false
+            }
+        }
     }
 
     /// Marks the file deleted and unlinks it. Readers holding it keep their mapping.

@@ -65,6 +65,8 @@ pub(crate) struct Inner {
     flushed_watch: tokio::sync::watch::Sender<i64>,
     shutdown: AtomicBool,
     dispatcher: OnceLock<Thread>,
+    /// Set while the dispatcher sleeps for long (idle store): only then do appenders wake it.
+    pub(crate) dispatcher_sleeping: AtomicBool,
     flusher: OnceLock<Thread>,
     allocator: OnceLock<Thread>,
     allocation_wanted: AtomicBool,
@@ -249,6 +251,7 @@ impl Store {
             flushed_watch,
             shutdown: AtomicBool::new(false),
             dispatcher: OnceLock::new(),
+            dispatcher_sleeping: AtomicBool::new(false),
             flusher: OnceLock::new(),
             allocator: OnceLock::new(),
             allocation_wanted: AtomicBool::new(false),
@@ -485,7 +488,7 @@ impl Store {
             return Ok(());
         }
         // Let the dispatcher finish what is appended (bounded: it only has published records).
-        self.inner.wake_dispatcher();
+        self.inner.force_wake_dispatcher();
         self.inner.wake_flusher();
         if let Some(t) = self.inner.allocator.get() {
             t.unpark();
@@ -517,7 +520,19 @@ impl Inner {
         self.shutdown.load(Ordering::Acquire)
     }
 
+    /// Called after every append: a syscall only when the dispatcher sleeps for long. Under
+    /// load it polls every millisecond (as Java's reput service does), so appends never wake
+    /// it one by one.
     pub(crate) fn wake_dispatcher(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.dispatcher_sleeping.load(Ordering::SeqCst)
+            && let Some(t) = self.dispatcher.get()
+        {
+            t.unpark();
+        }
+    }
+
+    fn force_wake_dispatcher(&self) {
         if let Some(t) = self.dispatcher.get() {
             t.unpark();
         }
@@ -834,7 +849,11 @@ impl Inner {
         }
     }
 
+    /// Prepares the next segment ahead of need and keeps the pages ahead of the writer
+    /// faulted in. Polls often while appends flow, rarely when idle.
     fn run_allocator(self: &Arc<Self>) {
+        let mut idle = Duration::from_millis(5);
+        let mut last_end = self.commit_log.max_offset();
         loop {
             if self.is_shut_down() {
                 return;
@@ -844,7 +863,12 @@ impl Inner {
             {
                 tracing::warn!(error = %e, "could not prepare the next commit-log segment");
             }
-            std::thread::park_timeout(Duration::from_millis(500));
+            self.commit_log.prefault();
+            // Poll often while the log grows, back off while it does not.
+            let end = self.commit_log.max_offset();
+            idle = if end != last_end { Duration::from_millis(2) } else { (idle * 2).min(Duration::from_millis(200)) };
+            last_end = end;
+            std::thread::park_timeout(idle);
         }
     }
 
