@@ -63,6 +63,8 @@ pub(crate) struct Inner {
     flush_requested: Condvar,
     flush_done: Condvar,
     flushed_watch: tokio::sync::watch::Sender<i64>,
+    /// msync rounds of the commit log (group commit makes this far smaller than the appends).
+    flush_rounds: std::sync::atomic::AtomicU64,
     shutdown: AtomicBool,
     dispatcher: OnceLock<Thread>,
     /// Set while the dispatcher sleeps for long (idle store): only then do appenders wake it.
@@ -249,6 +251,7 @@ impl Store {
             flush_requested: Condvar::new(),
             flush_done: Condvar::new(),
             flushed_watch,
+            flush_rounds: std::sync::atomic::AtomicU64::new(0),
             shutdown: AtomicBool::new(false),
             dispatcher: OnceLock::new(),
             dispatcher_sleeping: AtomicBool::new(false),
@@ -316,6 +319,26 @@ impl Store {
     /// serves every waiter that arrived meanwhile).
     pub fn wait_flushed(&self, end_offset: i64, timeout: Duration) -> Result<()> {
         self.inner.wait_flushed(end_offset, timeout)
+    }
+
+    /// What an acknowledgement waits for: with [`FlushMode::Sync`], until an fsync covers
+    /// `end_offset` (or the configured timeout passes: [`StoreError::FlushTimeout`], the message
+    /// is stored but not known to be on disk); with [`FlushMode::Async`], nothing.
+    pub fn wait_durable(&self, end_offset: i64) -> Result<()> {
+        match self.inner.config.flush {
+            FlushMode::Sync { timeout } => self.inner.wait_flushed(end_offset, timeout),
+            FlushMode::Async { .. } => Ok(()),
+        }
+    }
+
+    /// Commit-log offset up to which data is known to be on disk.
+    pub fn flushed_offset(&self) -> i64 {
+        self.inner.commit_log.flushed_offset()
+    }
+
+    /// How many times the commit log has been flushed since open.
+    pub fn flush_rounds(&self) -> u64 {
+        self.inner.flush_rounds.load(Ordering::Relaxed)
     }
 
     /// Async form of [`wait_flushed`](Self::wait_flushed), without a timeout (wrap it).
@@ -754,6 +777,7 @@ impl Inner {
         // Read the timestamp first: it then belongs to a record at or before the flushed end.
         let ts = self.append_state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
         let flushed = self.commit_log.flush()?;
+        self.flush_rounds.fetch_add(1, Ordering::Relaxed);
         {
             let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
             cp.1.physic_msg_timestamp = cp.1.physic_msg_timestamp.max(ts);

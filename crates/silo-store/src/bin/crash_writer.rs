@@ -47,7 +47,7 @@ fn main() {
                         properties: &props,
                     };
                     let r = store.append(&mut app, &msg).expect("append");
-                    store.wait_flushed(r.end_offset, Duration::from_secs(30)).expect("flush");
+                    store.wait_durable(r.end_offset).expect("flush");
                     let mut out = std::io::stdout().lock();
                     writeln!(out, "ACK {seq}").unwrap();
                     out.flush().unwrap();
