@@ -1,6 +1,7 @@
 //! The `silo` command line.
 
 mod decode;
+mod serve;
 
 use std::path::PathBuf;
 
@@ -15,6 +16,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run a broker with an embedded name server (name server on 127.0.0.1:9876, broker on
+    /// 127.0.0.1:10911 unless configured otherwise).
+    Serve(serve::ServeArgs),
+    /// Run a broker that registers with the name servers given by --namesrv-addr (or the
+    /// `namesrvAddr` key of its broker.conf): Silo's or Apache RocketMQ's.
+    Broker(serve::ServeArgs),
+    /// Run a name server only.
+    Namesrv(serve::NamesrvArgs),
     /// Decode RocketMQ bytes (a commit-log segment, a pull body, a frame or a batch) into JSON lines.
     Decode {
         #[command(subcommand)]
@@ -50,8 +59,15 @@ enum DecodeWhat {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => return serve::run(args, serve::Mode::Embedded),
+        Command::Broker(args) => return serve::run(args, serve::Mode::Broker),
+        Command::Namesrv(args) => return serve::run_namesrv(args),
+        Command::Decode { .. } => {}
+    }
     let mut out = std::io::stdout().lock();
     match cli.command {
+        Command::Serve(_) | Command::Broker(_) | Command::Namesrv(_) => Ok(()),
         Command::Decode { what } => match what {
             DecodeWhat::Records { file, bodies } => decode::records(&std::fs::read(&file)?, bodies, &mut out),
             DecodeWhat::Frames { input, hex } => decode::frames(&decode::read_input(&input, hex)?, &mut out),

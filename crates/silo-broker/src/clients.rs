@@ -1,0 +1,183 @@
+//! Who is connected: consumer groups with their members and subscriptions (registered by
+//! HEART_BEAT), producers, and the queue locks of orderly consumers.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use silo_wire::body::{ConsumerData, SubscriptionData};
+
+use crate::connection::Channel;
+
+/// A client is dropped 120 s after its last heartbeat (spec 2.5).
+pub const CLIENT_EXPIRY: Duration = Duration::from_secs(120);
+/// An orderly consumer's queue lock lasts 60 s unless renewed (spec 2.8).
+pub const LOCK_EXPIRY: Duration = Duration::from_secs(60);
+
+#[derive(Debug)]
+struct Member {
+    channel: Channel,
+    last_update: Instant,
+}
+
+#[derive(Debug, Default)]
+struct Group {
+    members: BTreeMap<String, Member>,
+    subscriptions: HashMap<String, SubscriptionData>,
+    message_model: String,
+    consume_type: String,
+    consume_from_where: String,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    groups: HashMap<String, Group>,
+    /// (group, topic, broker name, queue id) → (client id, expiry).
+    locks: HashMap<(String, String, String, i32), (String, Instant)>,
+}
+
+#[derive(Debug, Default)]
+pub struct ClientRegistry {
+    state: Mutex<State>,
+}
+
+/// A group whose membership changed: notify these channels.
+#[derive(Debug)]
+pub struct Changed {
+    pub group: String,
+    pub channels: Vec<Channel>,
+}
+
+impl ClientRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn members_of(group: &Group) -> Vec<Channel> {
+        group.members.values().map(|m| m.channel.clone()).collect()
+    }
+
+    /// Registers a consumer from a heartbeat; returns the change to notify, if membership
+    /// changed.
+    pub fn register_consumer(&self, client_id: &str, data: &ConsumerData, channel: &Channel) -> Option<Changed> {
+        let mut s = self.lock();
+        let group = s.groups.entry(data.group_name.clone()).or_default();
+        group.message_model = data.message_model.clone();
+        group.consume_type = data.consume_type.clone();
+        group.consume_from_where = data.consume_from_where.clone();
+        for sub in &data.subscription_data_set {
+            group.subscriptions.insert(sub.topic.clone(), sub.clone());
+        }
+        let is_new = match group.members.get_mut(client_id) {
+            Some(m) => {
+                let moved = m.channel.id != channel.id;
+                m.channel = channel.clone();
+                m.last_update = Instant::now();
+                moved
+            }
+            None => {
+                group
+                    .members
+                    .insert(client_id.to_owned(), Member { channel: channel.clone(), last_update: Instant::now() });
+                true
+            }
+        };
+        is_new.then(|| Changed { group: data.group_name.clone(), channels: Self::members_of(group) })
+    }
+
+    pub fn unregister_consumer(&self, client_id: &str, group_name: &str) -> Option<Changed> {
+        let mut s = self.lock();
+        let group = s.groups.get_mut(group_name)?;
+        group.members.remove(client_id)?;
+        Some(Changed { group: group_name.into(), channels: Self::members_of(group) })
+    }
+
+    /// Drops every registration of a closed connection.
+    pub fn channel_closed(&self, channel_id: u64) -> Vec<Changed> {
+        let mut s = self.lock();
+        let mut changed = Vec::new();
+        for (name, group) in s.groups.iter_mut() {
+            let before = group.members.len();
+            group.members.retain(|_, m| m.channel.id != channel_id);
+            if group.members.len() != before {
+                changed.push(Changed { group: name.clone(), channels: Self::members_of(group) });
+            }
+        }
+        changed
+    }
+
+    /// Drops clients whose last heartbeat is too old.
+    pub fn expire(&self, now: Instant) -> Vec<Changed> {
+        let mut s = self.lock();
+        let mut changed = Vec::new();
+        for (name, group) in s.groups.iter_mut() {
+            let before = group.members.len();
+            group.members.retain(|_, m| now.duration_since(m.last_update) <= CLIENT_EXPIRY);
+            if group.members.len() != before {
+                changed.push(Changed { group: name.clone(), channels: Self::members_of(group) });
+            }
+        }
+        let now_locks = now;
+        s.locks.retain(|_, (_, expiry)| *expiry > now_locks);
+        changed
+    }
+
+    pub fn consumer_ids(&self, group: &str) -> Vec<String> {
+        self.lock().groups.get(group).map(|g| g.members.keys().cloned().collect()).unwrap_or_default()
+    }
+
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
+        self.lock().groups.get(group)?.subscriptions.get(topic).cloned()
+    }
+
+    pub fn has_group(&self, group: &str) -> bool {
+        self.lock().groups.contains_key(group)
+    }
+
+    pub fn is_broadcast(&self, group: &str) -> bool {
+        self.lock().groups.get(group).is_some_and(|g| g.message_model == "BROADCASTING")
+    }
+
+    /// Groups that subscribe to `topic`, for admin reads.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        self.lock().groups.iter().filter(|(_, g)| g.subscriptions.contains_key(topic)).map(|(n, _)| n.clone()).collect()
+    }
+
+    /// LOCK_BATCH_MQ: grants each queue not held by another live client; returns the granted.
+    pub fn lock_queues(
+        &self,
+        group: &str,
+        client_id: &str,
+        queues: &[(String, String, i32)],
+    ) -> Vec<(String, String, i32)> {
+        let mut s = self.lock();
+        let now = Instant::now();
+        let mut granted = Vec::new();
+        for (topic, broker, qid) in queues {
+            let key = (group.to_owned(), topic.clone(), broker.clone(), *qid);
+            let free = match s.locks.get(&key) {
+                Some((holder, expiry)) => holder == client_id || *expiry <= now,
+                None => true,
+            };
+            if free {
+                s.locks.insert(key, (client_id.to_owned(), now + LOCK_EXPIRY));
+                granted.push((topic.clone(), broker.clone(), *qid));
+            }
+        }
+        granted
+    }
+
+    pub fn unlock_queues(&self, group: &str, client_id: &str, queues: &[(String, String, i32)]) {
+        let mut s = self.lock();
+        for (topic, broker, qid) in queues {
+            let key = (group.to_owned(), topic.clone(), broker.clone(), *qid);
+            if s.locks.get(&key).is_some_and(|(holder, _)| holder == client_id) {
+                s.locks.remove(&key);
+            }
+        }
+    }
+}

@@ -1,0 +1,147 @@
+//! Admin requests: topic create/delete/list (17, 215, 21), runtime info (28), view a message
+//! by id (33) and query by key (12); spec 2.9.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde::Serialize;
+use silo_wire::Frame;
+use silo_wire::body::encode_json_body;
+use silo_wire::codes::response as rs;
+use silo_wire::custom::ViewMessageRequestHeader;
+
+use crate::broker::Broker;
+use crate::connection::{Body, Outgoing};
+use crate::response;
+use crate::topics::topic_config;
+use crate::try_reply;
+
+/// DELETE_TOPIC_IN_BROKER.
+pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
+
+#[derive(Debug, Serialize)]
+struct KvTable {
+    table: BTreeMap<String, String>,
+}
+
+fn field<'a>(frame: &'a Frame, key: &str) -> Option<&'a str> {
+    frame.header.ext_fields.get(key)
+}
+
+impl Broker {
+    pub(crate) fn create_topic(self: &Arc<Self>, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(topic) = field(frame, "topic") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic is required");
+        };
+        if !silo_store::names::is_valid_topic(topic) || topic.len() > 127 {
+            return response::error(opaque, rs::INVALID_PARAMETER, format!("the topic[{topic}] is invalid"));
+        }
+        let num = |k: &str, d: i32| field(frame, k).and_then(|v| v.parse::<i32>().ok()).unwrap_or(d);
+        let read = num("readQueueNums", 16);
+        let write = num("writeQueueNums", 16);
+        if !(1..=1024).contains(&read) || !(1..=1024).contains(&write) {
+            return response::error(opaque, rs::INVALID_PARAMETER, "queue numbers must be within 1..=1024");
+        }
+        let mut tc = topic_config(topic, read, write, num("perm", 6));
+        tc.topic_sys_flag = num("topicSysFlag", 0);
+        tc.order = field(frame, "order").is_some_and(|v| v == "true");
+        if let Some(t) = field(frame, "topicFilterType") {
+            tc.topic_filter_type = t.into();
+        }
+        match self.topics.put(tc) {
+            Ok(_) => {
+                self.register_routes();
+                response::success(opaque)
+            }
+            Err(e) => response::error(opaque, rs::SYSTEM_ERROR, e.to_string()),
+        }
+    }
+
+    pub(crate) fn delete_topic(self: &Arc<Self>, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(topic) = field(frame, "topic") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic is required");
+        };
+        match self.topics.delete(topic) {
+            Ok(_) => {
+                self.register_routes();
+                response::success(opaque)
+            }
+            Err(e) => response::error(opaque, rs::SYSTEM_ERROR, e.to_string()),
+        }
+    }
+
+    pub(crate) fn all_topic_config(&self, frame: &Frame) -> Outgoing {
+        response::with_body(frame.header.opaque, encode_json_body(&self.topics.all()))
+    }
+
+    pub(crate) fn runtime_info(&self, frame: &Frame) -> Outgoing {
+        let (min, max) = self.store.commit_log_range();
+        let put = self.stats.put_messages.load(std::sync::atomic::Ordering::Relaxed);
+        let got = self.stats.get_messages.load(std::sync::atomic::Ordering::Relaxed);
+        let boot = std::time::SystemTime::now()
+            .checked_sub(self.started.elapsed())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis());
+        let table: BTreeMap<String, String> = [
+            ("brokerVersionDesc", "V5_3_3".to_owned()),
+            ("brokerVersion", silo_wire::header::SILO_VERSION.to_string()),
+            ("msgPutTotalTodayNow", put.to_string()),
+            ("msgGetTotalTodayNow", got.to_string()),
+            ("msgPutTotalTodayMorning", "0".into()),
+            ("msgGetTotalTodayMorning", "0".into()),
+            ("msgPutTotalYesterdayMorning", "0".into()),
+            ("msgGetTotalYesterdayMorning", "0".into()),
+            ("putTps", "0.0 0.0 0.0".into()),
+            ("getTransferredTps", "0.0 0.0 0.0".into()),
+            ("commitLogMinOffset", min.to_string()),
+            ("commitLogMaxOffset", max.to_string()),
+            ("dispatchBehindBytes", self.store.dispatch_behind().to_string()),
+            ("commitLogDiskRatio", "0.0".into()),
+            ("pageCacheLockTimeMills", "0".into()),
+            ("earliestMessageTimeStamp", "0".into()),
+            ("bootTimestamp", boot.to_string()),
+            ("runtime", format!("[ {} seconds ]", self.started.elapsed().as_secs())),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        response::with_body(frame.header.opaque, encode_json_body(&KvTable { table }))
+    }
+
+    pub(crate) fn view_message(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let h: ViewMessageRequestHeader = try_reply!(super::header(frame));
+        match self.store.read_at(h.offset) {
+            Ok(m) => {
+                let mut out = response::success(opaque);
+                out.body = Body::Records(vec![m]);
+                out
+            }
+            Err(e) => response::error(
+                opaque,
+                rs::SYSTEM_ERROR,
+                format!("can not find message by the offset, {}: {e}", h.offset),
+            ),
+        }
+    }
+
+    pub(crate) fn query_message(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let (Some(topic), Some(key)) = (field(frame, "topic"), field(frame, "key")) else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic and key are required");
+        };
+        let num = |k: &str, d: i64| field(frame, k).and_then(|v| v.parse::<i64>().ok()).unwrap_or(d);
+        let max = num("maxNum", 32).clamp(1, 64) as usize;
+        let found = self.store.query_by_key(topic, key, max, num("beginTimestamp", 0), num("endTimestamp", i64::MAX));
+        if found.is_empty() {
+            return response::error(opaque, rs::QUERY_NOT_FOUND, "can not find message, maybe time range not correct");
+        }
+        let mut out = response::success(opaque);
+        out.header.ext_fields.insert("indexLastUpdateTimestamp", "0");
+        out.header.ext_fields.insert("indexLastUpdatePhyoffset", "0");
+        out.body = Body::Records(found);
+        out
+    }
+}

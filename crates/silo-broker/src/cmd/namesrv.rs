@@ -1,0 +1,103 @@
+//! Name-server requests (spec 2.10): 100–106 and 206.
+
+use std::time::Duration;
+
+use silo_wire::Frame;
+use silo_wire::body::{RegisterBrokerBody, decode_json_body, encode_json_body};
+use silo_wire::codes::{request as rq, response as rs};
+use silo_wire::custom::{
+    GetRouteInfoRequestHeader, RegisterBrokerRequestHeader, RegisterBrokerResponseHeader, UnregisterBrokerRequestHeader,
+};
+
+use crate::connection::Outgoing;
+use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
+use crate::response;
+use crate::try_reply;
+
+/// Handles one name-server request; `None` for one-way requests.
+pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
+    let opaque = frame.header.opaque;
+    let out = match frame.header.code {
+        rq::REGISTER_BROKER => register(table, frame),
+        rq::UNREGISTER_BROKER => unregister(table, frame),
+        rq::GET_ROUTEINFO_BY_TOPIC => route(table, frame),
+        rq::GET_BROKER_CLUSTER_INFO => response::with_body(opaque, encode_json_body(&table.cluster_info())),
+        rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => response::with_body(opaque, encode_json_body(&table.topic_list())),
+        rq::PUT_KV_CONFIG | rq::GET_KV_CONFIG | rq::DELETE_KV_CONFIG => kv(table, frame),
+        code => response::error(opaque, rs::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported")),
+    };
+    (!frame.header.is_oneway()).then_some(out)
+}
+
+fn unregister(table: &RouteTable, frame: &Frame) -> Outgoing {
+    let h: UnregisterBrokerRequestHeader = try_reply!(super::header(frame));
+    table.unregister(&h.broker_addr);
+    response::success(frame.header.opaque)
+}
+
+fn route(table: &RouteTable, frame: &Frame) -> Outgoing {
+    let opaque = frame.header.opaque;
+    let h: GetRouteInfoRequestHeader = try_reply!(super::header(frame));
+    match table.route(&h.topic) {
+        Some(route) => response::with_body(opaque, encode_json_body(&route)),
+        None => response::error(
+            opaque,
+            rs::TOPIC_NOT_EXIST,
+            format!("No topic route info in name server for the topic: {}", h.topic),
+        ),
+    }
+}
+
+fn register(table: &RouteTable, frame: &Frame) -> Outgoing {
+    let opaque = frame.header.opaque;
+    let h: RegisterBrokerRequestHeader = try_reply!(super::header(frame));
+    if h.compressed == Some(true) {
+        return response::error(opaque, rs::SYSTEM_ERROR, "compressed registration bodies are not supported");
+    }
+    if let Some(crc) = h.body_crc32.filter(|c| *c != 0)
+        && crc != silo_wire::checksum::body_crc(&frame.body)
+    {
+        return response::error(opaque, rs::SYSTEM_ERROR, "crc32 not match");
+    }
+    let body: RegisterBrokerBody = match decode_json_body(&frame.body) {
+        Ok(b) => b,
+        Err(e) => return response::error(opaque, rs::SYSTEM_ERROR, format!("bad registration body: {e}")),
+    };
+    let timeout =
+        h.heartbeat_timeout_millis.and_then(|t| u64::try_from(t).ok()).map_or(BROKER_EXPIRY, Duration::from_millis);
+    table.register(&Registration {
+        cluster: &h.cluster_name,
+        broker_name: &h.broker_name,
+        broker_addr: &h.broker_addr,
+        broker_id: h.broker_id,
+        timeout,
+        topics: &body.topic_config_serialize_wrapper.topic_config_table,
+    });
+    response::with_header(opaque, rs::SUCCESS, &RegisterBrokerResponseHeader::default())
+}
+
+fn kv(table: &RouteTable, frame: &Frame) -> Outgoing {
+    let opaque = frame.header.opaque;
+    let ext = &frame.header.ext_fields;
+    let (Some(ns), Some(key)) = (ext.get("namespace"), ext.get("key")) else {
+        return response::error(opaque, rs::INVALID_PARAMETER, "namespace and key are required");
+    };
+    match frame.header.code {
+        rq::PUT_KV_CONFIG => {
+            table.put_kv(ns, key, ext.get("value").unwrap_or(""));
+            response::success(opaque)
+        }
+        rq::GET_KV_CONFIG => match table.get_kv(ns, key) {
+            Some(v) => {
+                let mut out = response::success(opaque);
+                out.header.ext_fields.insert("value", v);
+                out
+            }
+            None => response::error(opaque, rs::QUERY_NOT_FOUND, format!("No config item, Namespace: {ns} Key: {key}")),
+        },
+        _ => {
+            table.delete_kv(ns, key);
+            response::success(opaque)
+        }
+    }
+}

@@ -1,0 +1,201 @@
+//! Broker configuration: the keys a RocketMQ operator knows from `broker.conf`, with the Java
+//! broker's defaults, read from a `key=value` properties file.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use silo_store::{FlushMode, StoreConfig};
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub broker_name: String,
+    pub broker_cluster_name: String,
+    pub broker_id: i64,
+    /// `brokerIP1`: the address clients are told to connect to, and the listen address.
+    pub broker_ip: IpAddr,
+    pub listen_port: u16,
+    /// Name servers to register with; empty with an embedded name server.
+    pub namesrv_addr: Vec<SocketAddr>,
+    pub store_path_root_dir: PathBuf,
+    pub flush_disk_type_sync: bool,
+    pub mapped_file_size_commit_log: usize,
+    pub file_reserved_time_hours: u64,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: i32,
+    pub enable_lmq: bool,
+    pub enable_multi_dispatch: bool,
+    pub max_message_size: usize,
+    pub long_polling_enable: bool,
+    pub region_id: String,
+    pub trace_topic_enable: bool,
+    pub register_name_server_period: Duration,
+    pub channel_idle: Duration,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from);
+        Self {
+            broker_name: "broker-a".into(),
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_id: 0,
+            broker_ip: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            listen_port: 10911,
+            namesrv_addr: Vec::new(),
+            store_path_root_dir: home.join("store"),
+            flush_disk_type_sync: false,
+            mapped_file_size_commit_log: 1 << 30,
+            file_reserved_time_hours: 72,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            enable_lmq: false,
+            enable_multi_dispatch: false,
+            max_message_size: 4 * 1024 * 1024,
+            long_polling_enable: true,
+            region_id: "DefaultRegion".into(),
+            trace_topic_enable: false,
+            register_name_server_period: Duration::from_secs(30),
+            channel_idle: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A problem with a configuration file or value.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("reading {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{file}:{line}: {key} = {value:?}: {reason}")]
+    Invalid { file: String, line: usize, key: String, value: String, reason: String },
+}
+
+fn parse_bool(v: &str) -> Result<bool, String> {
+    match v.trim().to_ascii_lowercase().as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err("expected true or false".into()),
+    }
+}
+
+impl BrokerConfig {
+    /// Sets one `broker.conf` key. Returns `Ok(false)` for a key Silo does not know (reported,
+    /// not fatal, like the Java broker's unknown keys).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<bool, String> {
+        let v = value.trim();
+        let num = |v: &str| v.parse::<u64>().map_err(|e| e.to_string());
+        match key {
+            "brokerName" => self.broker_name = v.into(),
+            "brokerClusterName" => self.broker_cluster_name = v.into(),
+            "brokerId" => self.broker_id = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?,
+            "brokerIP1" => self.broker_ip = v.parse().map_err(|e: std::net::AddrParseError| e.to_string())?,
+            "listenPort" => self.listen_port = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?,
+            "namesrvAddr" => {
+                self.namesrv_addr = v
+                    .split(';')
+                    .filter(|s| !s.trim().is_empty())
+                    .map(|s| s.trim().parse::<SocketAddr>().map_err(|e| format!("{s}: {e}")))
+                    .collect::<Result<_, _>>()?;
+            }
+            "storePathRootDir" => self.store_path_root_dir = PathBuf::from(v),
+            "flushDiskType" => {
+                self.flush_disk_type_sync = match v {
+                    "SYNC_FLUSH" => true,
+                    "ASYNC_FLUSH" => false,
+                    _ => return Err("expected SYNC_FLUSH or ASYNC_FLUSH".into()),
+                }
+            }
+            "mappedFileSizeCommitLog" => self.mapped_file_size_commit_log = num(v)? as usize,
+            "fileReservedTime" => self.file_reserved_time_hours = num(v)?,
+            "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(v)?,
+            "autoCreateSubscriptionGroup" => self.auto_create_subscription_group = parse_bool(v)?,
+            "defaultTopicQueueNums" => self.default_topic_queue_nums = num(v)? as i32,
+            "enableLmq" => self.enable_lmq = parse_bool(v)?,
+            "enableMultiDispatch" => self.enable_multi_dispatch = parse_bool(v)?,
+            "maxMessageSize" => self.max_message_size = num(v)? as usize,
+            "longPollingEnable" => self.long_polling_enable = parse_bool(v)?,
+            "regionId" => self.region_id = v.into(),
+            "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
+            "registerNameServerPeriod" => self.register_name_server_period = Duration::from_millis(num(v)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// Reads a `broker.conf` (Java properties: `key=value`, `#`/`!` comments). Returns the keys
+    /// Silo does not know, for the caller to report.
+    pub fn load_file(&mut self, path: &Path) -> Result<Vec<String>, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io { path: path.to_owned(), source })?;
+        let mut unknown = Vec::new();
+        let mut seen = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let (key, value) = line.split_once(['=', ':']).unwrap_or((line, ""));
+            let key = key.trim();
+            seen.insert(key.to_owned(), i + 1);
+            match self.set(key, value) {
+                Ok(true) => {}
+                Ok(false) => unknown.push(key.to_owned()),
+                Err(reason) => {
+                    return Err(ConfigError::Invalid {
+                        file: path.display().to_string(),
+                        line: i + 1,
+                        key: key.into(),
+                        value: value.trim().into(),
+                        reason,
+                    });
+                }
+            }
+        }
+        Ok(unknown)
+    }
+
+    /// `brokerIP1:listenPort`, what clients and the name server see.
+    pub fn broker_addr(&self) -> SocketAddr {
+        SocketAddr::new(self.broker_ip, self.listen_port)
+    }
+
+    pub fn store_config(&self) -> StoreConfig {
+        let mut c = StoreConfig::new(&self.store_path_root_dir);
+        c.commit_log_segment_size = self.mapped_file_size_commit_log;
+        c.flush = if self.flush_disk_type_sync { FlushMode::default_sync() } else { FlushMode::default_async() };
+        c.store_host = self.broker_addr();
+        c.max_message_size = self.max_message_size;
+        c.enable_lmq = self.enable_lmq;
+        c.enable_multi_dispatch = self.enable_multi_dispatch;
+        c.file_reserved_time = Duration::from_secs(self.file_reserved_time_hours * 3600);
+        c
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn broker_conf_keys_are_read_and_unknown_ones_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("broker.conf");
+        std::fs::write(
+            &path,
+            "# comment\nbrokerClusterName = C1\nbrokerName=b1\nlistenPort=20911\nflushDiskType=SYNC_FLUSH\nnamesrvAddr=127.0.0.1:9876;127.0.0.1:9877\nwhatIsThis=1\n",
+        )
+        .unwrap();
+        let mut c = BrokerConfig::default();
+        let unknown = c.load_file(&path).unwrap();
+        assert_eq!(unknown, vec!["whatIsThis"]);
+        assert_eq!((c.broker_cluster_name.as_str(), c.broker_name.as_str(), c.listen_port), ("C1", "b1", 20911));
+        assert!(c.flush_disk_type_sync);
+        assert_eq!(c.namesrv_addr.len(), 2);
+        std::fs::write(&path, "listenPort=lots\n").unwrap();
+        let err = c.load_file(&path).unwrap_err().to_string();
+        assert!(err.contains(":1: listenPort"), "{err}");
+    }
+}

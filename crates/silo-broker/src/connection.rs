@@ -1,0 +1,142 @@
+//! A client connection: frames in through the codec's incremental decoder, frames out through
+//! a writer task, so that responses (including parked pulls answered later) and broker-initiated
+//! requests (NOTIFY_CONSUMER_IDS_CHANGED) share one ordered outgoing stream.
+//!
+//! Pull responses carry their records as [`MessageRef`]s: the header is encoded into a small
+//! buffer and the records go from the mapped commit log to the socket with vectored writes,
+//! never through an intermediate buffer.
+
+use std::io::IoSlice;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+use bytes::{Bytes, BytesMut};
+use silo_store::MessageRef;
+use silo_wire::frame::encode_frame_head;
+use silo_wire::{RemotingHeader, SerializeType};
+use tokio::io::AsyncWriteExt;
+use tokio::net::tcp::OwnedWriteHalf;
+use tokio::sync::mpsc;
+
+/// The body of an outgoing frame.
+#[derive(Debug)]
+pub enum Body {
+    None,
+    Bytes(Bytes),
+    /// Stored records, written straight from the commit log.
+    Records(Vec<MessageRef>),
+}
+
+impl Body {
+    pub fn len(&self) -> usize {
+        match self {
+            Body::None => 0,
+            Body::Bytes(b) => b.len(),
+            Body::Records(r) => r.iter().map(MessageRef::len).sum(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A frame to send.
+#[derive(Debug)]
+pub struct Outgoing {
+    pub header: RemotingHeader,
+    pub body: Body,
+}
+
+/// The sending side of a connection, cheap to clone and share (e.g. with the consumer registry
+/// for notifications).
+#[derive(Debug, Clone)]
+pub struct Channel {
+    pub remote: SocketAddr,
+    pub id: u64,
+    tx: mpsc::UnboundedSender<Outgoing>,
+    opaque: Arc<AtomicI32>,
+}
+
+impl Channel {
+    pub fn new(remote: SocketAddr, id: u64, tx: mpsc::UnboundedSender<Outgoing>) -> Self {
+        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)) }
+    }
+
+    /// Queues a frame; false if the connection is gone.
+    pub fn send(&self, out: Outgoing) -> bool {
+        self.tx.send(out).is_ok()
+    }
+
+    /// A one-way request from the broker to the client.
+    pub fn send_oneway_request(&self, code: i32, ext: silo_wire::ExtFields) -> bool {
+        let opaque = self.opaque.fetch_add(1, Ordering::Relaxed);
+        let mut header = RemotingHeader::request(code, opaque);
+        header.flag |= silo_wire::header::FLAG_ONEWAY;
+        header.ext_fields = ext;
+        self.send(Outgoing { header, body: Body::None })
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+/// Writes frames from `rx` to the socket until the channel or the socket closes.
+pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+    let mut head = BytesMut::with_capacity(1024);
+    while let Some(out) = rx.recv().await {
+        head.clear();
+        if let Err(e) = encode_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut head) {
+            tracing::error!(error = %e, "cannot encode a response header");
+            continue;
+        }
+        let result = match &out.body {
+            Body::None => socket.write_all(&head).await,
+            Body::Bytes(b) => write_all_vectored(&mut socket, &[&head, b]).await,
+            Body::Records(records) => {
+                let mut parts: Vec<&[u8]> = Vec::with_capacity(records.len() + 1);
+                parts.push(&head);
+                parts.extend(records.iter().map(|r| &r[..]));
+                write_all_vectored(&mut socket, &parts).await
+            }
+        };
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "connection closed while writing");
+            return;
+        }
+    }
+    let _ = socket.shutdown().await;
+}
+
+/// Writes every part, in order, with as few system calls as the kernel allows.
+async fn write_all_vectored(socket: &mut OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
+    let mut index = 0usize;
+    let mut skip = 0usize;
+    while index < parts.len() {
+        let slices: Vec<IoSlice<'_>> = parts
+            .iter()
+            .skip(index)
+            .take(64)
+            .enumerate()
+            .map(|(i, p)| IoSlice::new(if i == 0 { p.get(skip..).unwrap_or_default() } else { p }))
+            .collect();
+        let mut n = socket.write_vectored(&slices).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        while index < parts.len() {
+            let left = parts.get(index).map_or(0, |p| p.len()) - skip;
+            if n >= left {
+                n -= left;
+                index += 1;
+                skip = 0;
+            } else {
+                skip += n;
+                break;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! Committed consumer offsets (`config/consumerOffset.json`): `"topic@group" → queue → offset`,
+//! read with the bare integer keys Java writes, written as standard JSON, persisted every few
+//! seconds and at shutdown.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+use silo_store::config_file::{read_json, write_json_atomic};
+use silo_wire::body::DataVersion;
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OffsetsFile {
+    pub data_version: DataVersion,
+    pub offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+#[derive(Debug)]
+pub struct OffsetManager {
+    path: PathBuf,
+    state: Mutex<OffsetsFile>,
+    dirty: AtomicBool,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}@{group}")
+}
+
+impl OffsetManager {
+    pub fn load(path: PathBuf) -> Result<Self, silo_store::StoreError> {
+        let state = read_json(&path)?.unwrap_or_default();
+        Ok(Self { path, state: Mutex::new(state), dirty: AtomicBool::new(false) })
+    }
+
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        s.offset_table.get(&key(topic, group))?.get(&queue_id).copied()
+    }
+
+    /// All (topic, queue → offset) of a group.
+    pub fn group_offsets(&self, group: &str) -> BTreeMap<String, BTreeMap<i32, i64>> {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let suffix = format!("@{group}");
+        s.offset_table.iter().filter_map(|(k, v)| k.strip_suffix(&suffix).map(|t| (t.to_owned(), v.clone()))).collect()
+    }
+
+    /// Writes the file if anything changed since the last write.
+    pub fn persist(&self) -> Result<(), silo_store::StoreError> {
+        if !self.dirty.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let snapshot = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        write_json_atomic(&self.path, &snapshot)
+    }
+}

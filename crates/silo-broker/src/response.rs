@@ -1,0 +1,34 @@
+//! Building responses.
+
+use silo_wire::codes::response;
+use silo_wire::custom::CustomHeader;
+use silo_wire::{LanguageCode, RemotingHeader};
+
+use crate::connection::{Body, Outgoing};
+
+/// A response to the request with `opaque`.
+pub fn reply(opaque: i32, code: i32, remark: Option<String>) -> Outgoing {
+    let mut header = RemotingHeader::response(code, opaque, remark);
+    header.language = LanguageCode::JAVA;
+    Outgoing { header, body: Body::None }
+}
+
+pub fn success(opaque: i32) -> Outgoing {
+    reply(opaque, response::SUCCESS, None)
+}
+
+pub fn error(opaque: i32, code: i32, remark: impl Into<String>) -> Outgoing {
+    reply(opaque, code, Some(remark.into()))
+}
+
+pub fn with_header(opaque: i32, code: i32, h: &impl CustomHeader) -> Outgoing {
+    let mut out = reply(opaque, code, None);
+    h.write_ext_fields(&mut out.header.ext_fields);
+    out
+}
+
+pub fn with_body(opaque: i32, body: Vec<u8>) -> Outgoing {
+    let mut out = success(opaque);
+    out.body = Body::Bytes(body.into());
+    out
+}

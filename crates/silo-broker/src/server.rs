@@ -1,0 +1,293 @@
+//! Listeners, connections and the broker's periodic work.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use silo_wire::body::{RegisterBrokerBody, TopicConfigSerializeWrapper, encode_json_body};
+use silo_wire::codes::request as rq;
+use silo_wire::custom::{CustomHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::{RemotingHeader, SerializeType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{mpsc, watch};
+
+use crate::broker::{Broker, ConnState};
+use crate::cmd;
+use crate::connection::{Channel, write_loop};
+use crate::namesrv::RouteTable;
+use crate::response;
+
+static CONNECTION_IDS: AtomicU64 = AtomicU64::new(1);
+
+/// What a listener serves.
+#[derive(Debug, Clone)]
+pub enum Role {
+    Broker(Arc<Broker>),
+    NameServer(Arc<RouteTable>),
+}
+
+/// Accepts connections until `shutdown` flips.
+pub async fn serve(listener: TcpListener, role: Role, idle: Duration, mut shutdown: watch::Receiver<bool>) {
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((socket, remote)) => {
+                    let role = role.clone();
+                    tokio::spawn(async move { connection(socket, remote, role, idle).await });
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// One connection: read frames, handle them, close on a frame that does not decode or after
+/// `idle` without traffic (RocketMQ's 120 s).
+async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Duration) {
+    let _ = socket.set_nodelay(true);
+    let (mut reader, writer) = socket.into_split();
+    let (tx, rx) = mpsc::unbounded_channel();
+    let id = CONNECTION_IDS.fetch_add(1, Ordering::Relaxed);
+    let channel = Channel::new(remote, id, tx);
+    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let decoder = FrameDecoder::default();
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut conn = ConnState::default();
+    'read: loop {
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(frame)) => {
+                    if frame.header.is_response() {
+                        continue; // answers to our notifications
+                    }
+                    let out = match &role {
+                        Role::Broker(b) => b.handle(&mut conn, &channel, frame),
+                        Role::NameServer(t) => cmd::namesrv::handle(t, &frame),
+                    };
+                    if let Some(out) = out {
+                        channel.send(out);
+                    }
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // The stream cannot be resynchronised: say why, then close.
+                    tracing::warn!(%remote, error = %e, "undecodable frame; closing the connection");
+                    channel.send(response::error(
+                        0,
+                        silo_wire::codes::response::SYSTEM_ERROR,
+                        format!("undecodable frame: {e}"),
+                    ));
+                    break 'read;
+                }
+            }
+        }
+        // Give back a large buffer once it is drained, so a burst does not pin memory.
+        if buf.is_empty() && buf.capacity() > 4 << 20 {
+            buf = BytesMut::with_capacity(64 * 1024);
+        }
+        buf.reserve(16 * 1024);
+        match tokio::time::timeout(idle, reader.read_buf(&mut buf)).await {
+            Ok(Ok(0)) | Ok(Err(_)) => break,
+            Ok(Ok(_)) => {}
+            Err(_) => {
+                tracing::debug!(%remote, "idle connection closed");
+                break;
+            }
+        }
+    }
+    if let Role::Broker(b) = &role {
+        let changed = b.clients.channel_closed(id);
+        b.notify(changed);
+    }
+    drop(channel);
+    let _ = writer_task.await;
+}
+
+/// The broker's background work: persist offsets, expire clients and brokers.
+pub async fn housekeeping(broker: Arc<Broker>, routes: Option<Arc<RouteTable>>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => return,
+        }
+        if let Err(e) = broker.offsets.persist() {
+            tracing::error!(error = %e, "cannot persist consumer offsets");
+        }
+        let changed = broker.clients.expire(Instant::now());
+        broker.notify(changed);
+        if let Some(routes) = &routes {
+            routes.expire(Instant::now());
+        }
+        broker.register_routes();
+    }
+}
+
+async fn request(addr: SocketAddr, header: &RemotingHeader, body: &[u8]) -> std::io::Result<RemotingHeader> {
+    let mut stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr)).await??;
+    let mut out = Vec::new();
+    encode_frame(header, SerializeType::Json, body, &mut out).map_err(std::io::Error::other)?;
+    stream.write_all(&out).await?;
+    let mut buf = BytesMut::with_capacity(4096);
+    let decoder = FrameDecoder::default();
+    loop {
+        if let Some(frame) = decoder.decode(&mut buf).map_err(std::io::Error::other)? {
+            return Ok(frame.header);
+        }
+        let n = tokio::time::timeout(Duration::from_secs(24), stream.read_buf(&mut buf)).await??;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+    }
+}
+
+/// REGISTER_BROKER to every external name server, now and every period (spec 2.10).
+pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(broker.config.register_name_server_period);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = shutdown.changed() => break,
+        }
+        let topics = broker.topics.all();
+        let body = encode_json_body(&RegisterBrokerBody {
+            filter_server_list: Vec::new(),
+            topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
+                data_version: topics.data_version,
+                topic_config_table: topics.topic_config_table,
+                ..Default::default()
+            },
+        });
+        let h = RegisterBrokerRequestHeader {
+            broker_name: broker.config.broker_name.clone(),
+            broker_addr: broker.config.broker_addr().to_string(),
+            cluster_name: broker.config.broker_cluster_name.clone(),
+            ha_server_addr: format!("{}:{}", broker.config.broker_ip, broker.config.listen_port.saturating_add(1)),
+            broker_id: broker.config.broker_id,
+            heartbeat_timeout_millis: Some(120_000),
+            enable_acting_master: Some(false),
+            compressed: Some(false),
+            body_crc32: Some(silo_wire::checksum::body_crc(&body)),
+        };
+        let mut header = RemotingHeader::request(rq::REGISTER_BROKER, 1);
+        h.write_ext_fields(&mut header.ext_fields);
+        for addr in &broker.config.namesrv_addr {
+            match request(*addr, &header, &body).await {
+                Ok(resp) if resp.code == 0 => tracing::debug!(namesrv = %addr, "registered"),
+                Ok(resp) => {
+                    tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "registration refused")
+                }
+                Err(e) => tracing::warn!(namesrv = %addr, error = %e, "registration failed"),
+            }
+        }
+    }
+    // Shutting down: unregister.
+    let h = UnregisterBrokerRequestHeader {
+        broker_name: broker.config.broker_name.clone(),
+        broker_addr: broker.config.broker_addr().to_string(),
+        cluster_name: broker.config.broker_cluster_name.clone(),
+        broker_id: broker.config.broker_id,
+    };
+    let mut header = RemotingHeader::request(rq::UNREGISTER_BROKER, 2);
+    h.write_ext_fields(&mut header.ext_fields);
+    for addr in &broker.config.namesrv_addr {
+        let _ = request(*addr, &header, &[]).await;
+    }
+}
+
+/// Options of `silo serve` / `silo broker` / `silo namesrv`.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Embedded name server address (`None`: no embedded name server).
+    pub namesrv: Option<SocketAddr>,
+    /// The broker (`None`: name server only).
+    pub broker: Option<crate::BrokerConfig>,
+}
+
+/// Runs until SIGINT/SIGTERM, then shuts down gracefully: stop accepting, persist offsets,
+/// unregister, flush and checkpoint the store.
+pub async fn run(options: ServeOptions) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let mut tasks = Vec::new();
+    let routes = options.namesrv.map(|_| Arc::new(RouteTable::new()));
+    if let (Some(addr), Some(table)) = (options.namesrv, &routes) {
+        let listener =
+            TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
+        tracing::info!(%addr, "name server listening");
+        tasks.push(tokio::spawn(serve(
+            listener,
+            Role::NameServer(table.clone()),
+            Duration::from_secs(120),
+            shutdown_rx.clone(),
+        )));
+        let table = table.clone();
+        let mut rx = shutdown_rx.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut tick = tokio::time::interval(Duration::from_secs(5));
+            loop {
+                tokio::select! { _ = tick.tick() => { table.expire(Instant::now()); } _ = rx.changed() => return }
+            }
+        }));
+    }
+    let mut broker_handle = None;
+    if let Some(config) = options.broker {
+        let listen = config.broker_addr();
+        let data = config.store_path_root_dir.clone();
+        let idle = config.channel_idle;
+        // An embedded name server gets the registration in-process; external ones by TCP.
+        let embedded = if config.namesrv_addr.is_empty() { routes.clone() } else { None };
+        let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
+        let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
+        // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
+        let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
+        match TcpListener::bind(vip).await {
+            Ok(l) => tasks.push(tokio::spawn(serve(l, Role::Broker(broker.clone()), idle, shutdown_rx.clone()))),
+            Err(e) => {
+                tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
+            }
+        }
+        tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
+            data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
+            "broker listening");
+        tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
+        tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
+        tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
+        if !broker.config.namesrv_addr.is_empty() {
+            tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
+        }
+        broker_handle = Some(broker);
+    }
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    let _ = shutdown_tx.send(true);
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+    }
+    if let Some(broker) = broker_handle {
+        broker.offsets.persist()?;
+        let store = broker.store.clone();
+        tokio::task::spawn_blocking(move || store.shutdown()).await??;
+        tracing::info!("store flushed and checkpointed");
+    }
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        let _ = tokio::signal::ctrl_c().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

@@ -1,0 +1,149 @@
+//! Topic configs (`config/topics.json`, spec 4.10), with the built-in topics a broker needs
+//! and auto-creation from `TBW102` (spec 2.2).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use serde::{Deserialize, Serialize};
+use silo_store::config_file::{read_json, write_json_atomic};
+use silo_wire::body::{DataVersion, TopicConfig};
+
+pub const PERM_READ: i32 = 0x4;
+pub const PERM_WRITE: i32 = 0x2;
+pub const PERM_INHERIT: i32 = 0x1;
+pub const DEFAULT_TOPIC: &str = "TBW102";
+pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicsFile {
+    pub data_version: DataVersion,
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
+}
+
+#[derive(Debug)]
+pub struct TopicManager {
+    path: PathBuf,
+    state: RwLock<TopicsFile>,
+}
+
+pub fn topic_config(name: &str, read: i32, write: i32, perm: i32) -> TopicConfig {
+    TopicConfig {
+        topic_name: name.into(),
+        read_queue_nums: read,
+        write_queue_nums: write,
+        perm,
+        topic_filter_type: "SINGLE_TAG".into(),
+        ..Default::default()
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+impl TopicManager {
+    /// Loads `topics.json` and adds the built-in topics.
+    pub fn load(path: PathBuf, config: &crate::config::BrokerConfig) -> Result<Self, silo_store::StoreError> {
+        let mut state: TopicsFile = read_json(&path)?.unwrap_or_default();
+        let mut builtin = vec![
+            topic_config("SELF_TEST_TOPIC", 1, 1, PERM_READ | PERM_WRITE),
+            topic_config(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE),
+            topic_config(&config.broker_cluster_name, 16, 16, PERM_READ | PERM_WRITE | PERM_INHERIT),
+            topic_config(&config.broker_name, 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT),
+            topic_config("OFFSET_MOVED_EVENT", 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT),
+        ];
+        if config.auto_create_topic_enable {
+            let n = config.default_topic_queue_nums;
+            builtin.push(topic_config(DEFAULT_TOPIC, n, n, PERM_READ | PERM_WRITE | PERM_INHERIT));
+        }
+        for tc in builtin {
+            state.topic_config_table.entry(tc.topic_name.clone()).or_insert(tc);
+        }
+        let manager = Self { path, state: RwLock::new(state) };
+        manager.persist()?;
+        Ok(manager)
+    }
+
+    pub fn get(&self, topic: &str) -> Option<TopicConfig> {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.get(topic).cloned()
+    }
+
+    pub fn all(&self) -> TopicsFile {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn table(&self) -> BTreeMap<String, TopicConfig> {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.clone()
+    }
+
+    /// Creates or replaces a topic and persists; returns whether anything changed.
+    pub fn put(&self, tc: TopicConfig) -> Result<bool, silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if s.topic_config_table.get(&tc.topic_name) == Some(&tc) {
+                return Ok(false);
+            }
+            s.topic_config_table.insert(tc.topic_name.clone(), tc);
+            s.data_version.counter += 1;
+            s.data_version.timestamp = now_ms();
+        }
+        self.persist()?;
+        Ok(true)
+    }
+
+    pub fn delete(&self, topic: &str) -> Result<bool, silo_store::StoreError> {
+        let removed = {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            let removed = s.topic_config_table.remove(topic).is_some();
+            if removed {
+                s.data_version.counter += 1;
+                s.data_version.timestamp = now_ms();
+            }
+            removed
+        };
+        if removed {
+            self.persist()?;
+        }
+        Ok(removed)
+    }
+
+    /// Auto-creation on first send (spec 2.2 step 2): from a default topic with the INHERIT
+    /// bit, with `min(requested, default's write queues)` queues.
+    pub fn create_from_default(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        queues: i32,
+    ) -> Result<Option<TopicConfig>, silo_store::StoreError> {
+        if let Some(tc) = self.get(topic) {
+            return Ok(Some(tc));
+        }
+        let Some(default) = self.get(default_topic) else { return Ok(None) };
+        if default.perm & PERM_INHERIT == 0 {
+            return Ok(None);
+        }
+        let n = queues.clamp(1, default.write_queue_nums.max(1));
+        let mut tc = topic_config(topic, n, n, default.perm & !PERM_INHERIT);
+        tc.topic_filter_type = default.topic_filter_type.clone();
+        self.put(tc.clone())?;
+        tracing::info!(topic, queues = n, "topic auto-created");
+        Ok(Some(tc))
+    }
+
+    /// Retry and DLQ topics: one queue, read/write, created on demand.
+    pub fn ensure_system(&self, topic: &str, queues: i32) -> Result<TopicConfig, silo_store::StoreError> {
+        if let Some(tc) = self.get(topic) {
+            return Ok(tc);
+        }
+        let tc = topic_config(topic, queues, queues, PERM_READ | PERM_WRITE);
+        self.put(tc.clone())?;
+        Ok(tc)
+    }
+
+    fn persist(&self) -> Result<(), silo_store::StoreError> {
+        let snapshot = self.all();
+        write_json_atomic(&self.path, &snapshot)
+    }
+}

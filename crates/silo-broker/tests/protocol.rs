@@ -1,0 +1,299 @@
+//! The broker and the embedded name server over real loopback sockets, spoken to frame by frame
+//! the way stock clients do: route lookup, auto-created topics, send, heartbeat, pull with long
+//! polling, offsets, and what happens to bad input.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use silo_broker::server::{Role, serve};
+use silo_broker::{Broker, BrokerConfig};
+use silo_wire::body::{
+    ConsumerData, HeartbeatData, SubscriptionData, TagCode, TopicRouteData, decode_json_body, encode_json_body,
+};
+use silo_wire::codes::{request as rq, response as rs};
+use silo_wire::custom::*;
+use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::{Frame, RemotingHeader, SerializeType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+struct Cluster {
+    namesrv: SocketAddr,
+    broker: SocketAddr,
+    _dir: tempfile::TempDir,
+    _shutdown: tokio::sync::watch::Sender<bool>,
+    broker_state: std::sync::Arc<Broker>,
+}
+
+async fn start() -> Cluster {
+    let dir = tempfile::tempdir().unwrap();
+    let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let br_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (namesrv, broker_addr) = (ns_listener.local_addr().unwrap(), br_listener.local_addr().unwrap());
+    let config = BrokerConfig {
+        store_path_root_dir: dir.path().to_owned(),
+        listen_port: broker_addr.port(),
+        mapped_file_size_commit_log: 1 << 20,
+        ..Default::default()
+    };
+    let routes = std::sync::Arc::new(silo_broker::namesrv::RouteTable::new());
+    let broker = Broker::open(config, Some(routes.clone())).unwrap();
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(serve(ns_listener, Role::NameServer(routes), Duration::from_secs(120), rx.clone()));
+    tokio::spawn(serve(br_listener, Role::Broker(broker.clone()), Duration::from_secs(120), rx));
+    Cluster { namesrv, broker: broker_addr, _dir: dir, _shutdown: tx, broker_state: broker }
+}
+
+struct Client {
+    stream: TcpStream,
+    buf: BytesMut,
+    opaque: i32,
+}
+
+impl Client {
+    async fn connect(addr: SocketAddr) -> Self {
+        Self { stream: TcpStream::connect(addr).await.unwrap(), buf: BytesMut::new(), opaque: 0 }
+    }
+
+    async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).await.unwrap();
+    }
+
+    async fn next_frame(&mut self) -> Option<Frame> {
+        let decoder = FrameDecoder::default();
+        loop {
+            if let Some(f) = decoder.decode(&mut self.buf).unwrap() {
+                return Some(f);
+            }
+            let n =
+                tokio::time::timeout(Duration::from_secs(20), self.stream.read_buf(&mut self.buf)).await.ok()?.ok()?;
+            if n == 0 {
+                return None;
+            }
+        }
+    }
+
+    /// Sends a request and returns its response (skipping broker-initiated requests).
+    async fn call(&mut self, code: i32, ext: &impl CustomHeader, body: &[u8], serialize: SerializeType) -> Frame {
+        self.opaque += 1;
+        let mut h = RemotingHeader::request(code, self.opaque);
+        ext.write_ext_fields(&mut h.ext_fields);
+        let mut out = Vec::new();
+        encode_frame(&h, serialize, body, &mut out).unwrap();
+        self.send_raw(&out).await;
+        loop {
+            let f = self.next_frame().await.expect("response");
+            if f.header.is_response() && f.header.opaque == self.opaque {
+                return f;
+            }
+        }
+    }
+}
+
+#[derive(Default)]
+struct NoHeader;
+impl CustomHeader for NoHeader {
+    fn write_ext_fields(&self, _: &mut silo_wire::ExtFields) {}
+    fn read_ext_fields(_: &silo_wire::ExtFields) -> Result<Self, HeaderError> {
+        Ok(Self)
+    }
+}
+
+fn send_header(topic: &str, queue_id: i32, props: &str) -> SendMessageRequestHeaderV2 {
+    SendMessageRequestHeaderV2 {
+        producer_group: "pg".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        flag: 0,
+        properties: Some(props.into()),
+        ..Default::default()
+    }
+}
+
+fn pull_header(topic: &str, queue_id: i32, offset: i64, suspend: bool) -> PullMessageRequestHeader {
+    PullMessageRequestHeader {
+        consumer_group: "cg".into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: if suspend { pull_sys_flag::SUSPEND } else { 0 },
+        commit_offset: 0,
+        suspend_timeout_millis: 2_000,
+        sub_version: 1,
+        ..Default::default()
+    }
+}
+
+async fn heartbeat(c: &mut Client, topic: &str, tags: &str) {
+    let codes: Vec<TagCode> = if tags == "*" {
+        vec![]
+    } else {
+        tags.split("||").map(|t| TagCode(silo_wire::checksum::java_string_hash(t.trim()))).collect()
+    };
+    let hb = HeartbeatData {
+        client_id: "127.0.0.1@test".into(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: "cg".into(),
+            consume_type: "CONSUME_PASSIVELY".into(),
+            message_model: "CLUSTERING".into(),
+            consume_from_where: "CONSUME_FROM_FIRST_OFFSET".into(),
+            subscription_data_set: vec![SubscriptionData {
+                topic: topic.into(),
+                sub_string: tags.into(),
+                sub_version: 1,
+                code_set: codes,
+                expression_type: Some("TAG".into()),
+                ..Default::default()
+            }],
+            unit_mode: false,
+        }],
+        ..Default::default()
+    };
+    let r = c.call(rq::HEART_BEAT, &NoHeader, &encode_json_body(&hb), SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+}
+
+#[tokio::test]
+async fn a_topic_is_auto_created_routed_sent_to_and_pulled_from() {
+    let cluster = start().await;
+    let mut ns = Client::connect(cluster.namesrv).await;
+    let route = |topic: &str| GetRouteInfoRequestHeader { topic: topic.into(), accept_standard_json_only: None };
+    // Unknown topic: TOPIC_NOT_EXIST; TBW102 is routable for auto-creation.
+    assert_eq!(
+        ns.call(rq::GET_ROUTEINFO_BY_TOPIC, &route("Orders"), &[], SerializeType::Json).await.header.code,
+        rs::TOPIC_NOT_EXIST
+    );
+    let r = ns.call(rq::GET_ROUTEINFO_BY_TOPIC, &route("TBW102"), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    let data: TopicRouteData = decode_json_body(&r.body).unwrap();
+    assert_eq!(data.broker_datas[0].broker_addrs[&0], cluster.broker.to_string());
+
+    let mut br = Client::connect(cluster.broker).await;
+    let mut ids = Vec::new();
+    for i in 0..10 {
+        let props = format!(
+            "TAGS\u{1}{}\u{2}KEYS\u{1}k{i}\u{2}UNIQ_KEY\u{1}U{i:031}\u{2}WAIT\u{1}true\u{2}",
+            if i % 2 == 0 { "TagA" } else { "TagB" }
+        );
+        // Alternate the two header serializations.
+        let ser = if i % 2 == 0 { SerializeType::Json } else { SerializeType::RocketMq };
+        let r =
+            br.call(rq::SEND_MESSAGE_V2, &send_header("Orders", 1, &props), format!("body-{i}").as_bytes(), ser).await;
+        assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+        let h = SendMessageResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap();
+        assert_eq!((h.queue_id, h.queue_offset), (1, i));
+        assert_eq!(h.msg_region, "DefaultRegion");
+        ids.push(h.msg_id);
+    }
+    // The new topic is routable now, with 4 queues (min of the requested 4 and TBW102's 8).
+    let data: TopicRouteData =
+        decode_json_body(&ns.call(rq::GET_ROUTEINFO_BY_TOPIC, &route("Orders"), &[], SerializeType::Json).await.body)
+            .unwrap();
+    assert_eq!(data.queue_datas[0].write_queue_nums, 4);
+
+    // Pull without a registered subscription: SUBSCRIPTION_NOT_EXIST; after a heartbeat: data.
+    let r = br.call(rq::PULL_MESSAGE, &pull_header("Orders", 1, 0, false), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUBSCRIPTION_NOT_EXIST);
+    heartbeat(&mut br, "Orders", "TagA").await;
+    // Messages are readable once dispatched (asynchronously, as in RocketMQ): wait for it.
+    assert!(cluster.broker_state.store.wait_dispatched(Duration::from_secs(5)));
+    let r = br.call(rq::PULL_MESSAGE, &pull_header("Orders", 1, 0, false), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    let h = PullMessageResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap();
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (10, 0, 10));
+    let records: Vec<_> = silo_wire::RecordWalker::new(&r.body).collect();
+    assert_eq!(records.len(), 5, "only TagA");
+    assert_eq!(records[1].body, b"body-2");
+    assert_eq!(records[1].properties.get("KEYS"), Some("k2"));
+    assert_eq!(records[1].properties.get("CLUSTER"), Some("DefaultCluster"));
+
+    // Caught up: PULL_NOT_FOUND; with SUSPEND the pull is held until a message arrives.
+    let r = br.call(rq::PULL_MESSAGE, &pull_header("Orders", 1, 10, false), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::PULL_NOT_FOUND);
+    let mut consumer = Client::connect(cluster.broker).await;
+    let waiting = tokio::spawn(async move {
+        let started = std::time::Instant::now();
+        let r = consumer.call(rq::PULL_MESSAGE, &pull_header("Orders", 1, 10, true), &[], SerializeType::Json).await;
+        (r, started.elapsed())
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let props = "TAGS\u{1}TagA\u{2}";
+    br.call(rq::SEND_MESSAGE_V2, &send_header("Orders", 1, props), b"late", SerializeType::Json).await;
+    let (r, waited) = waiting.await.unwrap();
+    assert_eq!(r.header.code, rs::SUCCESS);
+    assert!(waited < Duration::from_millis(1900), "woken by the message, not the timeout: {waited:?}");
+    assert_eq!(silo_wire::RecordWalker::new(&r.body).next().unwrap().body, b"late");
+
+    // Offsets.
+    let commit = UpdateConsumerOffsetRequestHeader {
+        consumer_group: "cg".into(),
+        topic: "Orders".into(),
+        queue_id: 1,
+        commit_offset: 7,
+        broker_name: None,
+    };
+    assert_eq!(br.call(rq::UPDATE_CONSUMER_OFFSET, &commit, &[], SerializeType::Json).await.header.code, rs::SUCCESS);
+    let q = QueryConsumerOffsetRequestHeader {
+        consumer_group: "cg".into(),
+        topic: "Orders".into(),
+        queue_id: 1,
+        set_zero_if_not_found: None,
+        broker_name: None,
+    };
+    let r = br.call(rq::QUERY_CONSUMER_OFFSET, &q, &[], SerializeType::Json).await;
+    assert_eq!(OffsetResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap().offset, 7);
+    let m = GetMaxOffsetRequestHeader { topic: "Orders".into(), queue_id: 1, committed: None, broker_name: None };
+    let r = br.call(rq::GET_MAX_OFFSET, &m, &[], SerializeType::Json).await;
+    assert_eq!(OffsetResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap().offset, 11);
+    // View by the msgId the send returned.
+    let (_, offset) = silo_wire::msgid::parse_offset_msg_id(&ids[3]).unwrap();
+    let r = br
+        .call(rq::VIEW_MESSAGE_BY_ID, &ViewMessageRequestHeader { topic: None, offset }, &[], SerializeType::Json)
+        .await;
+    assert_eq!(silo_wire::RecordWalker::new(&r.body).next().unwrap().body, b"body-3");
+    drop(cluster.broker_state);
+}
+
+#[tokio::test]
+async fn bad_input_gets_an_error_or_a_clean_close_and_the_broker_keeps_serving() {
+    let cluster = start().await;
+    // Unknown request code: REQUEST_CODE_NOT_SUPPORTED, connection stays usable.
+    let mut c = Client::connect(cluster.broker).await;
+    let r = c.call(9999, &NoHeader, &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::REQUEST_CODE_NOT_SUPPORTED);
+    // Missing required header fields: an error, not a dropped connection.
+    let r = c.call(rq::SEND_MESSAGE_V2, &NoHeader, b"x", SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::INVALID_PARAMETER);
+    // Path traversal in a topic name never reaches the file system.
+    for bad in ["../x", "a/b", ".."] {
+        let r = c.call(rq::SEND_MESSAGE_V2, &send_header(bad, 0, ""), b"x", SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::INVALID_PARAMETER, "{bad}");
+    }
+    // A batch body that lies about its sizes.
+    let mut h = send_header("Batchy", 0, "");
+    h.batch = Some(true);
+    let lying = [0u8, 0, 0, 100, 0, 0, 0, 0];
+    let r = c.call(rq::SEND_BATCH_MESSAGE, &h, &lying, SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::MESSAGE_ILLEGAL);
+    // A huge declared frame length: the connection is closed, nothing allocated for it.
+    let mut bad = Client::connect(cluster.broker).await;
+    bad.send_raw(&[0x7f, 0xff, 0xff, 0xff, 0, 0, 0, 0]).await;
+    // At most an error response, then end of stream (next_frame returns None on close).
+    while let Some(f) = bad.next_frame().await {
+        assert_eq!(f.header.code, rs::SYSTEM_ERROR);
+    }
+    // Garbage JSON header.
+    let mut bad = Client::connect(cluster.broker).await;
+    bad.send_raw(&[0, 0, 0, 9, 0, 0, 0, 5, b'{', b'x', b'x', b'x', b'x']).await;
+    while bad.next_frame().await.is_some() {}
+    // The first connection still works.
+    let r = c.call(rq::SEND_MESSAGE_V2, &send_header("StillUp", 0, ""), b"ok", SerializeType::RocketMq).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+}
