@@ -297,3 +297,48 @@ async fn bad_input_gets_an_error_or_a_clean_close_and_the_broker_keeps_serving()
     let r = c.call(rq::SEND_MESSAGE_V2, &send_header("StillUp", 0, ""), b"ok", SerializeType::RocketMq).await;
     assert_eq!(r.header.code, rs::SUCCESS);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_connections_are_served() {
+    let cluster = start().await;
+    let mut clients = Vec::new();
+    for _ in 0..1000 {
+        clients.push(Client::connect(cluster.broker).await);
+    }
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut c)| {
+            tokio::spawn(async move {
+                let h = GetMaxOffsetRequestHeader {
+                    topic: "Any".into(),
+                    queue_id: (i % 4) as i32,
+                    committed: None,
+                    broker_name: None,
+                };
+                c.call(rq::GET_MAX_OFFSET, &h, &[], SerializeType::Json).await.header.code
+            })
+        })
+        .collect();
+    let mut ok = 0;
+    for t in tasks {
+        if tokio::time::timeout(Duration::from_secs(30), t).await.unwrap().unwrap() == rs::SUCCESS {
+            ok += 1;
+        }
+    }
+    assert_eq!(ok, 1000);
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let cluster = start().await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(serve(listener, Role::Broker(cluster.broker_state.clone()), Duration::from_millis(300), rx));
+    let mut c = Client::connect(addr).await;
+    let started = std::time::Instant::now();
+    assert!(c.next_frame().await.is_none(), "closed without a frame");
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(5), "{waited:?}");
+}
