@@ -129,6 +129,8 @@ impl Broker {
             rq::CONSUMER_SEND_MSG_BACK => self.send_back(conn, channel, &frame),
             rq::UPDATE_AND_CREATE_TOPIC => self.create_topic(&frame),
             crate::cmd::admin::DELETE_TOPIC_IN_BROKER => self.delete_topic(&frame),
+            crate::cmd::admin::GET_CONSUME_STATS => self.consume_stats(&frame),
+            crate::cmd::admin::GET_TOPIC_CONFIG => self.topic_config(&frame),
             rq::GET_ALL_TOPIC_CONFIG => self.all_topic_config(&frame),
             rq::GET_BROKER_RUNTIME_INFO => self.runtime_info(&frame),
             rq::VIEW_MESSAGE_BY_ID => self.view_message(&frame),
@@ -137,6 +139,9 @@ impl Broker {
                 response::error(opaque, rs::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported"))
             }
         };
+        if out.header.code != rs::SUCCESS {
+            tracing::debug!(request = h.code, response = out.header.code, remark = ?out.header.remark, "request refused");
+        }
         (!oneway).then_some(out)
     }
 }

@@ -31,6 +31,8 @@ pub struct BrokerConfig {
     pub long_polling_enable: bool,
     pub region_id: String,
     pub trace_topic_enable: bool,
+    /// `traceOn`: reported to producers in every send response (Java's default: true).
+    pub trace_on: bool,
     pub register_name_server_period: Duration,
     pub channel_idle: Duration,
 }
@@ -58,6 +60,7 @@ impl Default for BrokerConfig {
             long_polling_enable: true,
             region_id: "DefaultRegion".into(),
             trace_topic_enable: false,
+            trace_on: true,
             register_name_server_period: Duration::from_secs(30),
             channel_idle: Duration::from_secs(120),
         }
@@ -119,6 +122,7 @@ impl BrokerConfig {
             "longPollingEnable" => self.long_polling_enable = parse_bool(v)?,
             "regionId" => self.region_id = v.into(),
             "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
+            "traceOn" => self.trace_on = parse_bool(v)?,
             "registerNameServerPeriod" => self.register_name_server_period = Duration::from_millis(num(v)?),
             _ => return Ok(false),
         }

@@ -18,6 +18,10 @@ use crate::try_reply;
 
 /// DELETE_TOPIC_IN_BROKER.
 pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
+/// GET_CONSUME_STATS: a consumer group's progress per queue.
+pub const GET_CONSUME_STATS: i32 = 208;
+/// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
+pub const GET_TOPIC_CONFIG: i32 = 351;
 
 #[derive(Debug, Serialize)]
 struct KvTable {
@@ -72,6 +76,18 @@ impl Broker {
         }
     }
 
+    pub(crate) fn topic_config(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(topic) = field(frame, "topic") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic is required");
+        };
+        match self.topics.get(topic) {
+            // TopicConfigAndQueueMapping: the topic config, without a static-topic mapping.
+            Some(tc) => response::with_body(opaque, encode_json_body(&tc)),
+            None => response::error(opaque, rs::TOPIC_NOT_EXIST, format!("No topic in this broker. topic: {topic}")),
+        }
+    }
+
     pub(crate) fn all_topic_config(&self, frame: &Frame) -> Outgoing {
         response::with_body(frame.header.opaque, encode_json_body(&self.topics.all()))
     }
@@ -108,6 +124,41 @@ impl Broker {
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         response::with_body(frame.header.opaque, encode_json_body(&KvTable { table }))
+    }
+
+    /// GET_CONSUME_STATS (208): per queue of the group's topics (or of the one topic asked
+    /// for), the queue's end, the committed offset and the store time of the last consumed
+    /// message. The body is fastjson's `ConsumeStats`, whose map is keyed by `MessageQueue`
+    /// objects: fastjson writes object keys, which standard JSON cannot, so it is written here
+    /// by hand in that form.
+    pub(crate) fn consume_stats(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(group) = field(frame, "consumerGroup") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "consumerGroup is required");
+        };
+        let topics: Vec<String> = match field(frame, "topic").filter(|t| !t.is_empty()) {
+            Some(t) => vec![t.to_owned()],
+            None => self.offsets.group_offsets(group).into_keys().collect(),
+        };
+        let mut entries = Vec::new();
+        for topic in &topics {
+            let Some(tc) = self.topics.get(topic) else { continue };
+            for q in 0..tc.read_queue_nums.max(0) {
+                let broker_offset = self.store.max_offset_in_queue(topic, q);
+                let consumer_offset = self.offsets.query(group, topic, q).unwrap_or(0).max(0);
+                let last = if consumer_offset > 0 {
+                    self.store.message_store_time(topic, q, consumer_offset - 1).unwrap_or(0)
+                } else {
+                    0
+                };
+                let key = serde_json::json!({"brokerName": self.config.broker_name, "queueId": q, "topic": topic});
+                entries.push(format!(
+                    "{key}:{{\"brokerOffset\":{broker_offset},\"consumerOffset\":{consumer_offset},\"lastTimestamp\":{last},\"pullOffset\":{consumer_offset}}}"
+                ));
+            }
+        }
+        let body = format!("{{\"consumeTps\":0.0,\"offsetTable\":{{{}}}}}", entries.join(","));
+        response::with_body(opaque, body.into_bytes())
     }
 
     pub(crate) fn view_message(&self, frame: &Frame) -> Outgoing {

@@ -124,6 +124,15 @@ impl Broker {
                 format!("the consumer's subscription not exist, group: {} topic: {}", h.consumer_group, h.topic),
             ));
         };
+        // A subscription registered by heartbeat with another expression type (SQL92): say so,
+        // as the Java broker does, rather than filter by a "tag" that is really an SQL text.
+        if sub.expression_type.as_deref().is_some_and(|t| t != "TAG") {
+            return Err(response::error(
+                opaque,
+                rs::SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92",
+            ));
+        }
         if sub.sub_version < h.sub_version {
             return Err(response::error(opaque, rs::SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"));
         }

@@ -270,7 +270,7 @@ impl Broker {
             transaction_id: None,
             batch_uniq_id: None,
             msg_region: self.config.region_id.clone(),
-            trace_on: self.config.trace_topic_enable.to_string(),
+            trace_on: self.config.trace_on.to_string(),
         };
         let reply = response::with_header(opaque, rs::SUCCESS, &header);
         let wait = view.get(keys::WAIT).is_none_or(|w| w != "false");
@@ -315,11 +315,10 @@ impl Broker {
         if rec.properties.get(keys::RETRY_TOPIC).is_none() {
             let _ = write!(props, "{}\u{1}{}\u{2}", keys::RETRY_TOPIC, rec.topic);
         }
+        // As the Java broker does: the first delivery's offset message id, whatever the client
+        // put in the header.
         if rec.properties.get(keys::ORIGIN_MESSAGE_ID).is_none() {
-            let id = h
-                .origin_msg_id
-                .clone()
-                .unwrap_or_else(|| offset_msg_id(rec.meta.store_host, rec.meta.physical_offset).to_string());
+            let id = offset_msg_id(rec.meta.store_host, rec.meta.physical_offset);
             let _ = write!(props, "{}\u{1}{id}\u{2}", keys::ORIGIN_MESSAGE_ID);
         }
         let _ = write!(props, "{}\u{1}false\u{2}", keys::WAIT);

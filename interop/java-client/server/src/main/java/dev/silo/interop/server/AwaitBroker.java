@@ -1,0 +1,98 @@
+package dev.silo.interop.server;
+
+import java.util.Map;
+import org.apache.rocketmq.common.MixAll;
+import org.apache.rocketmq.common.topic.TopicValidator;
+import org.apache.rocketmq.remoting.netty.NettyClientConfig;
+import org.apache.rocketmq.remoting.netty.NettyRemotingClient;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RequestCode;
+import org.apache.rocketmq.remoting.protocol.ResponseCode;
+import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
+import org.apache.rocketmq.remoting.protocol.header.namesrv.GetRouteInfoRequestHeader;
+import org.apache.rocketmq.remoting.protocol.route.BrokerData;
+
+/**
+ * Readiness probe used by rocketmq-server.sh: waits (bounded) until the broker at BROKER_ADDR is
+ * registered as a master in the name server's cluster list, the name server has a route for the
+ * auto-create topic TBW102 (needed for sends to new topics), and the broker itself answers
+ * GET_ALL_TOPIC_CONFIG. (Not GET_BROKER_RUNTIME_INFO: the Apache broker fails that one with a
+ * NoSuchElementException until its statistics have a first sample, about a second after boot.)
+ *
+ * <pre>AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS</pre>
+ *
+ * Exit status 0 when ready, 1 on timeout (the last reason is printed to stderr), 2 on usage error.
+ */
+public final class AwaitBroker {
+
+    private AwaitBroker() {
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3) {
+            System.err.println("usage: AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS");
+            System.exit(2);
+        }
+        if (System.getProperty("rmq.logback.configurationFile") == null) {
+            System.setProperty("rmq.logback.configurationFile", "probe-logback.xml");
+        }
+        String namesrv = args[0];
+        String broker = args[1];
+        long deadline = System.nanoTime() + Long.parseLong(args[2]) * 1_000_000_000L;
+        NettyRemotingClient client = new NettyRemotingClient(new NettyClientConfig());
+        client.start();
+        String reason = "not asked yet";
+        try {
+            while (System.nanoTime() < deadline) {
+                try {
+                    reason = check(client, namesrv, broker);
+                    if (reason == null) {
+                        System.exit(0);
+                    }
+                } catch (Exception e) {
+                    reason = e.toString();
+                }
+                Thread.sleep(200);
+            }
+        } finally {
+            client.shutdown();
+        }
+        System.err.println("broker " + broker + " not ready via name server " + namesrv + ": " + reason);
+        System.exit(1);
+    }
+
+    /** Returns null when ready, else why not. */
+    private static String check(NettyRemotingClient client, String namesrv, String broker) throws Exception {
+        RemotingCommand resp = client.invokeSync(namesrv,
+            RemotingCommand.createRequestCommand(RequestCode.GET_BROKER_CLUSTER_INFO, null), 3000);
+        if (resp.getCode() != ResponseCode.SUCCESS || resp.getBody() == null) {
+            return "GET_BROKER_CLUSTER_INFO answered " + resp.getCode() + " " + resp.getRemark();
+        }
+        ClusterInfo info = ClusterInfo.decode(resp.getBody(), ClusterInfo.class);
+        boolean registered = false;
+        if (info.getBrokerAddrTable() != null) {
+            for (BrokerData data : info.getBrokerAddrTable().values()) {
+                Map<Long, String> addrs = data.getBrokerAddrs();
+                if (addrs != null && broker.equals(addrs.get(MixAll.MASTER_ID))) {
+                    registered = true;
+                }
+            }
+        }
+        if (!registered) {
+            return "no master at " + broker + " in the cluster list yet";
+        }
+        GetRouteInfoRequestHeader header = new GetRouteInfoRequestHeader();
+        header.setTopic(TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC);
+        resp = client.invokeSync(namesrv,
+            RemotingCommand.createRequestCommand(RequestCode.GET_ROUTEINFO_BY_TOPIC, header), 3000);
+        if (resp.getCode() != ResponseCode.SUCCESS) {
+            return "no route for " + TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC + " yet (" + resp.getCode() + ")";
+        }
+        resp = client.invokeSync(broker,
+            RemotingCommand.createRequestCommand(RequestCode.GET_ALL_TOPIC_CONFIG, null), 3000);
+        if (resp.getCode() != ResponseCode.SUCCESS) {
+            return "GET_ALL_TOPIC_CONFIG answered " + resp.getCode() + " " + resp.getRemark();
+        }
+        return null;
+    }
+}
