@@ -1,9 +1,8 @@
 //! Stock Apache RocketMQ 5.3.3 Java clients against `silo serve`: producers (sync, async,
-//! oneway, batch), push consumers (clustering, tag filters, retries through the retry topic,
-//! orderly, broadcasting), the lite pull consumer, the admin tool, and a broker restart in the
-//! middle that must lose nothing acknowledged. (The `rebalance` scenario, two consumers sharing
-//! a group, passes only some of the time: an extra reallocation happens; it is left out until
-//! that is understood.) The scenarios live in
+//! oneway, batch), push consumers (clustering with two consumers sharing the queues, tag
+//! filters, retries through the retry topic, orderly, broadcasting), the lite pull consumer, the
+//! admin tool, and a broker restart in the middle that must lose nothing acknowledged; and the Go
+//! client. The scenarios live in
 //! `interop/java-client` and assert counts, bodies, properties, keys, tags and per-queue order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
