@@ -131,27 +131,49 @@ pub async fn housekeeping(broker: Arc<Broker>, routes: Option<Arc<RouteTable>>, 
     }
 }
 
-async fn request(addr: SocketAddr, header: &RemotingHeader, body: &[u8]) -> std::io::Result<RemotingHeader> {
-    let mut stream = tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr)).await??;
+/// Sends a request on `conn` (connecting first if needed) and reads its response. The
+/// connection is kept: a name server forgets a broker as soon as its registering channel closes.
+async fn request(
+    conn: &mut Option<TcpStream>,
+    addr: SocketAddr,
+    header: &RemotingHeader,
+    body: &[u8],
+) -> std::io::Result<RemotingHeader> {
     let mut out = Vec::new();
     encode_frame(header, SerializeType::Json, body, &mut out).map_err(std::io::Error::other)?;
-    stream.write_all(&out).await?;
-    let mut buf = BytesMut::with_capacity(4096);
-    let decoder = FrameDecoder::default();
-    loop {
-        if let Some(frame) = decoder.decode(&mut buf).map_err(std::io::Error::other)? {
-            return Ok(frame.header);
+    let result = async {
+        if conn.is_none() {
+            *conn = Some(tokio::time::timeout(Duration::from_secs(3), TcpStream::connect(addr)).await??);
         }
-        let n = tokio::time::timeout(Duration::from_secs(24), stream.read_buf(&mut buf)).await??;
-        if n == 0 {
-            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        let stream = conn.as_mut().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotConnected))?;
+        stream.write_all(&out).await?;
+        let mut buf = BytesMut::with_capacity(4096);
+        let decoder = FrameDecoder::default();
+        loop {
+            if let Some(frame) = decoder.decode(&mut buf).map_err(std::io::Error::other)? {
+                if frame.header.is_response() && frame.header.opaque == header.opaque {
+                    return Ok(frame.header);
+                }
+                continue;
+            }
+            let n = tokio::time::timeout(Duration::from_secs(24), stream.read_buf(&mut buf)).await??;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
         }
     }
+    .await;
+    if result.is_err() {
+        *conn = None; // reconnect next time
+    }
+    result
 }
 
 /// REGISTER_BROKER to every external name server, now and every period (spec 2.10).
 pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(broker.config.register_name_server_period);
+    let mut conns: Vec<Option<TcpStream>> = broker.config.namesrv_addr.iter().map(|_| None).collect();
+    let mut opaque = 0i32;
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -177,10 +199,11 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
             compressed: Some(false),
             body_crc32: Some(silo_wire::checksum::body_crc(&body)),
         };
-        let mut header = RemotingHeader::request(rq::REGISTER_BROKER, 1);
+        opaque = opaque.wrapping_add(1);
+        let mut header = RemotingHeader::request(rq::REGISTER_BROKER, opaque);
         h.write_ext_fields(&mut header.ext_fields);
-        for addr in &broker.config.namesrv_addr {
-            match request(*addr, &header, &body).await {
+        for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
+            match request(conn, *addr, &header, &body).await {
                 Ok(resp) if resp.code == 0 => tracing::debug!(namesrv = %addr, "registered"),
                 Ok(resp) => {
                     tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "registration refused")
@@ -196,10 +219,10 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
         cluster_name: broker.config.broker_cluster_name.clone(),
         broker_id: broker.config.broker_id,
     };
-    let mut header = RemotingHeader::request(rq::UNREGISTER_BROKER, 2);
+    let mut header = RemotingHeader::request(rq::UNREGISTER_BROKER, opaque.wrapping_add(1));
     h.write_ext_fields(&mut header.ext_fields);
-    for addr in &broker.config.namesrv_addr {
-        let _ = request(*addr, &header, &[]).await;
+    for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
+        let _ = request(conn, *addr, &header, &[]).await;
     }
 }
 

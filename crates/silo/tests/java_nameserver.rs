@@ -1,0 +1,111 @@
+//! A Silo broker registers with Apache RocketMQ's own name server (5.3.3, started from the
+//! Maven Central jars by `interop/java-client/rocketmq-server.sh`), so users can mix the two:
+//! the Java name server lists it in the cluster and routes the default topic to it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use silo_wire::body::{TopicRouteData, decode_json_body};
+use silo_wire::codes::{request as rq, response as rs};
+use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::{Frame, RemotingHeader, SerializeType};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
+}
+
+/// Stops the Java servers however the test ends.
+struct JavaServers(PathBuf);
+impl Drop for JavaServers {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.0).status();
+    }
+}
+
+struct Killed(Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut h = RemotingHeader::request(code, 1);
+    for (k, v) in ext {
+        h.ext_fields.insert(*k, *v);
+    }
+    let mut out = Vec::new();
+    encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();
+    s.write_all(&out).unwrap();
+    let mut buf = BytesMut::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        if let Some(f) = FrameDecoder::default().decode(&mut buf).unwrap() {
+            return f;
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+#[test]
+fn a_silo_broker_registers_with_the_java_name_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let java = dir.path().join("java");
+    let (ns_port, java_broker_port) = (free_port(), free_port());
+    let status = Command::new("bash")
+        .arg(script())
+        .args(["start", java.to_str().unwrap(), "--namesrv-port", &ns_port.to_string()])
+        .args(["--broker-port", &java_broker_port.to_string()])
+        .status()
+        .expect("start Apache RocketMQ (needs Java and Maven)");
+    let _servers = JavaServers(java.clone());
+    assert!(status.success(), "Apache RocketMQ did not start");
+    // Keep only the Java name server.
+    assert!(
+        Command::new("bash")
+            .arg(script())
+            .args(["stop", java.to_str().unwrap(), "--broker-only"])
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let ns: SocketAddr = format!("127.0.0.1:{ns_port}").parse().unwrap();
+    let port = free_port();
+    let _silo = Killed(
+        Command::new(env!("CARGO_BIN_EXE_silo"))
+            .args(["broker", "--namesrv-addr", &ns.to_string(), "--broker-name", "silo-broker"])
+            .args(["--listen-port", &port.to_string(), "--data-dir", dir.path().join("silo").to_str().unwrap()])
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let f = call(ns, rq::GET_BROKER_CLUSTER_INFO, &[]);
+        if String::from_utf8_lossy(&f.body).contains("silo-broker") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the Java name server never listed the Silo broker");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let f = call(ns, rq::GET_ROUTEINFO_BY_TOPIC, &[("topic", "TBW102")]);
+    assert_eq!(f.header.code, rs::SUCCESS);
+    let route: TopicRouteData = decode_json_body(&f.body).unwrap();
+    let silo = route.broker_datas.iter().find(|b| b.broker_name == "silo-broker").expect("silo-broker in the route");
+    assert_eq!(silo.broker_addrs[&0], format!("127.0.0.1:{port}"));
+}
