@@ -1,8 +1,8 @@
 //! Stock Apache RocketMQ 5.3.3 Java clients against `silo serve`: producers (sync, async,
 //! oneway, batch), push consumers (clustering with two consumers sharing the queues, tag
 //! filters, retries through the retry topic, orderly, broadcasting), the lite pull consumer, the
-//! admin tool, and a broker restart in the middle that must lose nothing acknowledged; and the Go
-//! client. The scenarios live in
+//! admin tool, and a broker restart in the middle that must lose nothing acknowledged; the 4.9.8
+//! Java client; the Go client; and the Rust client. The scenarios live in
 //! `interop/java-client` and assert counts, bodies, properties, keys, tags and per-queue order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -162,6 +162,30 @@ fn go_producers_and_consumers_work_unchanged() {
             out.status.success() && stdout.contains("PASS produce-consume") && stdout.contains("PASS tag-filter"),
             "Go scenarios failed\nstdout:\n{stdout}\nstderr:\n{}",
             String::from_utf8_lossy(&out.stderr)
+        );
+        println!("{}", stdout.trim());
+    });
+}
+
+/// The Rust client (`rocketmq-client-rust` 1.0 from crates.io): producer and push consumer.
+/// It builds into a directory of its own under this build's target directory, so repeated runs
+/// (and CI, which keeps its target directory) build it once.
+#[test]
+fn rust_producer_and_consumer_work_unchanged() {
+    with_silo(|silo, _| {
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("../interop-rust");
+        let out = Command::new("bash")
+            .arg(repo().join("interop/rust/run.sh"))
+            .arg("produce-consume")
+            .args(["--namesrv", &silo.namesrv.to_string()])
+            .env("CARGO_TARGET_DIR", &target)
+            .output()
+            .expect("run interop/rust/run.sh");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success() && stdout.contains("PASS produce-consume"),
+            "Rust client scenario failed\nstdout:\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr).lines().rev().take(40).collect::<Vec<_>>().join("\n")
         );
         println!("{}", stdout.trim());
     });
