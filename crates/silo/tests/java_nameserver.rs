@@ -3,21 +3,16 @@
 //! the Java name server lists it in the cluster and routes the default topic to it.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bytes::BytesMut;
+use common::{Killed, call, free_port};
 use silo_wire::body::{TopicRouteData, decode_json_body};
 use silo_wire::codes::{request as rq, response as rs};
-use silo_wire::frame::{FrameDecoder, encode_frame};
-use silo_wire::{Frame, RemotingHeader, SerializeType};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 fn script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
@@ -28,36 +23,6 @@ struct JavaServers(PathBuf);
 impl Drop for JavaServers {
     fn drop(&mut self) {
         let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.0).status();
-    }
-}
-
-struct Killed(Child);
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut h = RemotingHeader::request(code, 1);
-    for (k, v) in ext {
-        h.ext_fields.insert(*k, *v);
-    }
-    let mut out = Vec::new();
-    encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();
-    s.write_all(&out).unwrap();
-    let mut buf = BytesMut::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        if let Some(f) = FrameDecoder::default().decode(&mut buf).unwrap() {
-            return f;
-        }
-        let n = s.read(&mut chunk).unwrap();
-        assert!(n > 0, "connection closed");
-        buf.extend_from_slice(&chunk[..n]);
     }
 }
 

@@ -1,0 +1,46 @@
+//! Helpers shared by the `silo` binary's integration tests: free loopback ports, child processes
+//! that are killed when the test ends, and one raw request to a name server or broker.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::Child;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::{Frame, RemotingHeader, SerializeType};
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub struct Killed(pub Child);
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+pub fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut h = RemotingHeader::request(code, 1);
+    for (k, v) in ext {
+        h.ext_fields.insert(*k, *v);
+    }
+    let mut out = Vec::new();
+    encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();
+    s.write_all(&out).unwrap();
+    let mut buf = BytesMut::new();
+    let mut chunk = [0u8; 65536];
+    loop {
+        if let Some(f) = FrameDecoder::default().decode(&mut buf).unwrap() {
+            return f;
+        }
+        let n = s.read(&mut chunk).unwrap();
+        assert!(n > 0, "connection closed");
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
