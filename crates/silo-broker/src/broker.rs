@@ -36,6 +36,8 @@ pub struct Broker {
     pub started: Instant,
     pub stats: Stats,
     next_queue: AtomicU64,
+    /// Topic-config version last registered with the embedded name server.
+    registered_version: std::sync::atomic::AtomicI64,
 }
 
 #[derive(Debug, Default)]
@@ -64,9 +66,20 @@ impl Broker {
             started: Instant::now(),
             stats: Stats::default(),
             next_queue: AtomicU64::new(0),
+            registered_version: std::sync::atomic::AtomicI64::new(-1),
         });
         broker.register_routes();
         Ok(broker)
+    }
+
+    /// Registers with the embedded name server if the topics changed since the last time: the
+    /// request handlers call this after anything that may create a topic, so it must cost no
+    /// more than a version check when nothing changed (every send passes here).
+    pub fn register_routes_if_changed(&self) {
+        let version = self.topics.version();
+        if self.registered_version.swap(version, Ordering::AcqRel) != version {
+            self.register_routes();
+        }
     }
 
     /// Registers this broker's topics with the embedded name server (the external ones are
@@ -126,7 +139,7 @@ impl Broker {
             rq::GET_CONSUMER_LIST_BY_GROUP => self.consumer_list(&frame),
             rq::LOCK_BATCH_MQ => self.lock_batch(&frame),
             rq::UNLOCK_BATCH_MQ => self.unlock_batch(&frame),
-            rq::CONSUMER_SEND_MSG_BACK => self.send_back(conn, channel, &frame),
+            rq::CONSUMER_SEND_MSG_BACK => self.send_back(conn, &frame),
             rq::UPDATE_AND_CREATE_TOPIC => self.create_topic(&frame),
             crate::cmd::admin::DELETE_TOPIC_IN_BROKER => self.delete_topic(&frame),
             crate::cmd::admin::GET_CONSUME_STATS => self.consume_stats(&frame),

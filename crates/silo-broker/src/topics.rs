@@ -66,6 +66,11 @@ impl TopicManager {
         Ok(manager)
     }
 
+    /// Changes with every create, update or delete (the `dataVersion` counter).
+    pub fn version(&self) -> i64 {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).data_version.counter
+    }
+
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
         self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.get(topic).cloned()
     }

@@ -55,7 +55,7 @@ impl Broker {
         }
         match self.topics.put(tc) {
             Ok(_) => {
-                self.register_routes();
+                self.register_routes_if_changed();
                 response::success(opaque)
             }
             Err(e) => response::error(opaque, rs::SYSTEM_ERROR, e.to_string()),
@@ -69,7 +69,7 @@ impl Broker {
         };
         match self.topics.delete(topic) {
             Ok(_) => {
-                self.register_routes();
+                self.register_routes_if_changed();
                 response::success(opaque)
             }
             Err(e) => response::error(opaque, rs::SYSTEM_ERROR, e.to_string()),

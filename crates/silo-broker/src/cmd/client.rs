@@ -54,7 +54,7 @@ impl Broker {
                 if let Err(e) = self.topics.ensure_system(&retry, 1) {
                     return response::error(opaque, rs::SYSTEM_ERROR, e.to_string());
                 }
-                self.register_routes();
+                self.register_routes_if_changed();
             }
             changed.extend(self.clients.register_consumer(&hb.client_id, consumer, channel));
         }

@@ -68,7 +68,6 @@ impl Broker {
         channel: &Channel,
         frame: &Frame,
     ) -> Option<Outgoing> {
-        let opaque = frame.header.opaque;
         let oneway = frame.header.is_oneway();
         let out = self.send_message_inner(conn, channel, frame);
         match out {
@@ -86,7 +85,6 @@ impl Broker {
                         channel.send(reply);
                     }
                 });
-                let _ = opaque;
                 None
             }
         }
@@ -135,7 +133,7 @@ impl Broker {
                 format!("the topic[{topic}] sending message is forbidden"),
             ));
         }
-        self.register_routes();
+        self.register_routes_if_changed();
         let queues = tc.write_queue_nums.max(tc.read_queue_nums);
         let mut queue_id = if h.queue_id < 0 { self.pick_queue(tc.write_queue_nums) } else { h.queue_id };
         if queue_id >= queues {
@@ -157,7 +155,7 @@ impl Broker {
                 if let Err(e) = self.topics.ensure_system(&topic, 1) {
                     return SendOutcome::Reply(store_error(opaque, &e));
                 }
-                self.register_routes();
+                self.register_routes_if_changed();
                 queue_id = 0;
             }
         }
@@ -217,9 +215,8 @@ impl Broker {
             } else {
                 None
             };
-            let cluster = self.config.broker_cluster_name.clone();
             let mut props = std::mem::take(&mut conn.props);
-            stored_properties(&mut props, client_props, &cluster, add_uniq);
+            stored_properties(&mut props, client_props, &self.config.broker_cluster_name, add_uniq);
             // Delayed messages wait in the schedule topic (spec 4.12).
             let delay = view.get(keys::DELAY).and_then(|d| d.parse::<i64>().ok()).filter(|d| *d > 0);
             let (store_topic, store_queue) = match delay {
@@ -283,7 +280,7 @@ impl Broker {
 
     /// CONSUMER_SEND_MSG_BACK: a consumer failed a message; re-store it into the group's retry
     /// topic through the schedule topic, or into its dead-letter queue.
-    pub(crate) fn send_back(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: &Frame) -> Outgoing {
+    pub(crate) fn send_back(self: &Arc<Self>, conn: &mut ConnState, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let h: ConsumerSendMsgBackRequestHeader = try_reply!(super::header(frame));
         let Ok(original) = self.store.read_at(h.offset) else {
@@ -304,7 +301,7 @@ impl Broker {
         if let Err(e) = self.topics.ensure_system(&topic, 1) {
             return store_error(opaque, &e);
         }
-        self.register_routes();
+        self.register_routes_if_changed();
         let mut props = String::with_capacity(rec.properties.len() + 128);
         for (k, v) in rec.properties.iter() {
             if matches!(k, keys::DELAY | keys::REAL_TOPIC | keys::REAL_QID | keys::WAIT) {
@@ -347,7 +344,6 @@ impl Broker {
             body: rec.body,
             properties: &props,
         };
-        let _ = channel;
         match self.store.append(&mut conn.appender, &msg) {
             Ok(_) => response::success(opaque),
             Err(e) => store_error(opaque, &e),
