@@ -41,6 +41,27 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
                 in_string = true;
                 expect_key = false;
             }
+            b'{' if expect_key => {
+                // fastjson writes a map keyed by objects (`ConsumeStats.offsetTable`, keyed by
+                // `MessageQueue`) with the object itself as the key: make it a string key
+                // holding the object's JSON text.
+                let end = object_end(input, i)?;
+                let key = input.get(i..end).unwrap_or_default();
+                let buf = out.get_or_insert_with(|| Vec::with_capacity(input.len().saturating_add(64)));
+                buf.extend_from_slice(input.get(copied..i).unwrap_or_default());
+                buf.push(b'"');
+                for &c in key {
+                    if c == b'"' || c == b'\\' {
+                        buf.push(b'\\');
+                    }
+                    buf.push(c);
+                }
+                buf.push(b'"');
+                copied = end;
+                i = end;
+                expect_key = false;
+                continue;
+            }
             b'{' | b'[' => {
                 let slot = stack
                     .get_mut(depth)
@@ -86,6 +107,42 @@ pub fn quote_bare_keys(input: &[u8]) -> Result<Cow<'_, [u8]>, DecodeError> {
             Cow::Owned(buf)
         }
     })
+}
+
+/// The offset just past the object that starts at `start` (which holds `{`).
+fn object_end(input: &[u8], start: usize) -> Result<usize, DecodeError> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in input.iter().enumerate().skip(start) {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth = depth.saturating_add(1);
+                if depth > MAX_DEPTH {
+                    return Err(DecodeError::new(i, DecodeErrorKind::InvalidJson("nested too deeply".into())));
+                }
+            }
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Ok(i.saturating_add(1));
+                }
+            }
+            _ => {}
+        }
+    }
+    Err(DecodeError::new(start, DecodeErrorKind::InvalidJson("object key without its end".into())))
 }
 
 /// Parses a JSON body written by Java, Go or Silo.
@@ -250,6 +307,76 @@ pub struct RegisterBrokerBody {
     pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
 }
 
+/// GET_BROKER_CLUSTER_INFO (106) answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ClusterInfo {
+    /// Broker name → its addresses.
+    pub broker_addr_table: BTreeMap<String, BrokerData>,
+    /// Cluster name → its broker names.
+    pub cluster_addr_table: BTreeMap<String, std::collections::BTreeSet<String>>,
+}
+
+/// GET_ALL_TOPIC_LIST_FROM_NAMESERVER (206) answer.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TopicList {
+    pub topic_list: std::collections::BTreeSet<String>,
+}
+
+/// A string table, the answer to GET_BROKER_RUNTIME_INFO (28).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct KvTable {
+    pub table: BTreeMap<String, String>,
+}
+
+/// A queue, as the key of [`ConsumeStats::offset_table`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MessageQueueData {
+    pub broker_name: String,
+    pub queue_id: i32,
+    pub topic: String,
+}
+
+/// One queue's progress in [`ConsumeStats`].
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct OffsetWrapper {
+    pub broker_offset: i64,
+    pub consumer_offset: i64,
+    pub last_timestamp: i64,
+    pub pull_offset: i64,
+}
+
+/// GET_CONSUME_STATS (208) answer. fastjson keys `offsetTable` by `MessageQueue` objects;
+/// [`decode_json_body`] turns those into string keys holding the object's JSON, which
+/// [`ConsumeStats::queues`] parses back.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConsumeStats {
+    pub consume_tps: f64,
+    pub offset_table: BTreeMap<String, OffsetWrapper>,
+}
+
+impl ConsumeStats {
+    /// The progress per queue, sorted by topic, broker and queue; keys that are not queues
+    /// are skipped.
+    #[must_use]
+    pub fn queues(&self) -> Vec<(MessageQueueData, OffsetWrapper)> {
+        let mut out: Vec<(MessageQueueData, OffsetWrapper)> = self
+            .offset_table
+            .iter()
+            .filter_map(|(k, v)| serde_json::from_str::<MessageQueueData>(k).ok().map(|mq| (mq, v.clone())))
+            .collect();
+        out.sort_by(|a, b| {
+            (&a.0.topic, &a.0.broker_name, a.0.queue_id).cmp(&(&b.0.topic, &b.0.broker_name, b.0.queue_id))
+        });
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +394,19 @@ mod tests {
     fn strings_that_look_like_keys_are_left_alone() {
         let text = br#"{"a":"{0:1}","b":[{"c":1},2]}"#;
         assert!(matches!(quote_bare_keys(text).unwrap(), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn object_keys_become_string_keys() {
+        let text = br#"{"consumeTps":0.0,"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T\"x"}:{"brokerOffset":5},{"brokerName":"b","queueId":0,"topic":"T"}:{"brokerOffset":3}}}"#;
+        let v: serde_json::Value = decode_json_body(text).unwrap();
+        let table = v["offsetTable"].as_object().unwrap();
+        assert_eq!(table.len(), 2);
+        let (key, value) = table.iter().find(|(k, _)| k.contains("\"queueId\":1")).unwrap();
+        let mq: serde_json::Value = serde_json::from_str(key).unwrap();
+        assert_eq!(mq["topic"], "T\"x");
+        assert_eq!(value["brokerOffset"], 5);
+        assert!(decode_json_body::<serde_json::Value>(br#"{{"a":1"#).is_err());
     }
 
     #[test]
