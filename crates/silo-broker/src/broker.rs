@@ -143,6 +143,7 @@ impl Broker {
             rq::UPDATE_AND_CREATE_TOPIC => self.create_topic(&frame),
             crate::cmd::admin::DELETE_TOPIC_IN_BROKER => self.delete_topic(&frame),
             crate::cmd::admin::GET_CONSUME_STATS => self.consume_stats(&frame),
+            crate::cmd::admin::GET_TOPIC_STATS_INFO => self.topic_stats(&frame),
             crate::cmd::admin::GET_TOPIC_CONFIG => self.topic_config(&frame),
             rq::GET_ALL_TOPIC_CONFIG => self.all_topic_config(&frame),
             rq::GET_BROKER_RUNTIME_INFO => self.runtime_info(&frame),

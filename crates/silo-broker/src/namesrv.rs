@@ -176,6 +176,24 @@ impl RouteTable {
         (!route.queue_datas.is_empty()).then_some(route)
     }
 
+    /// DELETE_TOPIC_IN_NAMESRV: drops the topic's queues on the brokers of `cluster`, or
+    /// everywhere without one. A broker that still holds the topic puts it back when it next
+    /// registers.
+    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>) {
+        let mut r = self.lock();
+        let Some(cluster) = cluster else {
+            r.topics.remove(topic);
+            return;
+        };
+        let names = r.clusters.get(cluster).cloned().unwrap_or_default();
+        if let Some(queues) = r.topics.get_mut(topic) {
+            queues.retain(|name, _| !names.contains(name));
+            if queues.is_empty() {
+                r.topics.remove(topic);
+            }
+        }
+    }
+
     pub fn cluster_info(&self) -> ClusterInfo {
         let r = self.lock();
         ClusterInfo { broker_addr_table: r.brokers.clone(), cluster_addr_table: r.clusters.clone() }
@@ -250,6 +268,29 @@ mod tests {
             topics: &tb,
         });
         assert!(table.route("A").is_none());
+        // DELETE_TOPIC_IN_NAMESRV for another cluster keeps it; for C (or none) removes it.
+        table.delete_topic("T", Some("other"));
+        assert_eq!(table.route("T").unwrap().broker_datas.len(), 2);
+        table.delete_topic("T", Some("C"));
+        assert!(table.route("T").is_none() && !table.topic_list().topic_list.contains("T"));
+        table.register(&Registration {
+            cluster: "C",
+            broker_name: "a",
+            broker_addr: "127.0.0.1:1",
+            broker_id: 0,
+            timeout: Duration::from_secs(1),
+            topics: &tb,
+        });
+        table.delete_topic("T", None);
+        assert!(table.route("T").is_none());
+        table.register(&Registration {
+            cluster: "C",
+            broker_name: "a",
+            broker_addr: "127.0.0.1:1",
+            broker_id: 0,
+            timeout: Duration::from_secs(1),
+            topics: &tb,
+        });
         assert_eq!(table.expire(Instant::now() + Duration::from_secs(5)), 2);
         assert!(table.route("T").is_none());
         assert!(table.cluster_info().broker_addr_table.is_empty());

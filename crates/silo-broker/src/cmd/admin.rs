@@ -1,5 +1,5 @@
-//! Admin requests: topic create/delete/list (17, 215, 21), runtime info (28), view a message
-//! by id (33) and query by key (12); spec 2.9.
+//! Admin requests: topic create/delete/list (17, 215, 21), runtime info (28), topic and consumer
+//! statistics (202, 208), view a message by id (33) and query by key (12); spec 2.9.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,12 +20,19 @@ use crate::try_reply;
 pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
 /// GET_CONSUME_STATS: a consumer group's progress per queue.
 pub const GET_CONSUME_STATS: i32 = 208;
+/// GET_TOPIC_STATS_INFO: min/max offset and last store time per queue of a topic.
+pub const GET_TOPIC_STATS_INFO: i32 = 202;
 /// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
 pub const GET_TOPIC_CONFIG: i32 = 351;
 
 #[derive(Debug, Serialize)]
 struct KvTable {
     table: BTreeMap<String, String>,
+}
+
+/// A `MessageQueue` as a fastjson map key (written bare: `{"brokerName":..}:value`).
+fn queue_key(broker_name: &str, topic: &str, queue_id: i32) -> serde_json::Value {
+    serde_json::json!({"brokerName": broker_name, "queueId": queue_id, "topic": topic})
 }
 
 fn field<'a>(frame: &'a Frame, key: &str) -> Option<&'a str> {
@@ -118,12 +125,45 @@ impl Broker {
             ("pageCacheLockTimeMills", "0".into()),
             ("earliestMessageTimeStamp", "0".into()),
             ("bootTimestamp", boot.to_string()),
+            // Requests are handled as they arrive: no queue builds up in front of a pool.
+            ("brokerActive", "true".into()),
+            ("sendThreadPoolQueueSize", "0".into()),
+            ("sendThreadPoolQueueHeadWaitTimeMills", "0".into()),
+            ("pullThreadPoolQueueSize", "0".into()),
+            ("pullThreadPoolQueueHeadWaitTimeMills", "0".into()),
+            ("ackThreadPoolQueueSize", "0".into()),
+            ("ackThreadPoolQueueHeadWaitTimeMills", "0".into()),
             ("runtime", format!("[ {} seconds ]", self.started.elapsed().as_secs())),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
         response::with_body(frame.header.opaque, encode_json_body(&KvTable { table }))
+    }
+
+    /// GET_TOPIC_STATS_INFO (202): per queue of the topic, its min and max offset and the
+    /// store time of its last message (0 for an empty queue). Map keyed by `MessageQueue`
+    /// objects, written by hand as for GET_CONSUME_STATS.
+    pub(crate) fn topic_stats(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(topic) = field(frame, "topic") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic is required");
+        };
+        let Some(tc) = self.topics.get(topic) else {
+            return response::error(opaque, rs::TOPIC_NOT_EXIST, format!("topic[{topic}] not exist"));
+        };
+        let mut entries = Vec::new();
+        for q in 0..tc.read_queue_nums.max(tc.write_queue_nums).max(0) {
+            let min = self.store.min_offset_in_queue(topic, q).max(0);
+            let max = self.store.max_offset_in_queue(topic, q).max(0);
+            let last = if max > 0 { self.store.message_store_time(topic, q, max - 1).unwrap_or(0) } else { 0 };
+            entries.push(format!(
+                "{}:{{\"lastUpdateTimestamp\":{last},\"maxOffset\":{max},\"minOffset\":{min}}}",
+                queue_key(&self.config.broker_name, topic, q)
+            ));
+        }
+        let body = format!("{{\"offsetTable\":{{{}}},\"topicPutTps\":0.0}}", entries.join(","));
+        response::with_body(opaque, body.into_bytes())
     }
 
     /// GET_CONSUME_STATS (208): per queue of the group's topics (or of the one topic asked
@@ -151,7 +191,7 @@ impl Broker {
                 } else {
                     0
                 };
-                let key = serde_json::json!({"brokerName": self.config.broker_name, "queueId": q, "topic": topic});
+                let key = queue_key(&self.config.broker_name, topic, q);
                 entries.push(format!(
                     "{key}:{{\"brokerOffset\":{broker_offset},\"consumerOffset\":{consumer_offset},\"lastTimestamp\":{last},\"pullOffset\":{consumer_offset}}}"
                 ));

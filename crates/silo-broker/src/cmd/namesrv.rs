@@ -1,4 +1,4 @@
-//! Name-server requests (spec 2.10): 100–106 and 206.
+//! Name-server requests (spec 2.10): 100–106, 206 and DELETE_TOPIC_IN_NAMESRV (216).
 
 use std::time::Duration;
 
@@ -14,6 +14,10 @@ use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
 use crate::response;
 use crate::try_reply;
 
+/// DELETE_TOPIC_IN_NAMESRV (216), sent by admin tools after deleting a topic on the brokers;
+/// header `topic`, optional `clusterName`.
+pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
+
 /// Handles one name-server request; `None` for one-way requests.
 pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
     let opaque = frame.header.opaque;
@@ -24,6 +28,7 @@ pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
         rq::GET_BROKER_CLUSTER_INFO => response::with_body(opaque, encode_json_body(&table.cluster_info())),
         rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => response::with_body(opaque, encode_json_body(&table.topic_list())),
         rq::PUT_KV_CONFIG | rq::GET_KV_CONFIG | rq::DELETE_KV_CONFIG => kv(table, frame),
+        DELETE_TOPIC_IN_NAMESRV => delete_topic(table, frame),
         code => response::error(opaque, rs::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported")),
     };
     (!frame.header.is_oneway()).then_some(out)
@@ -32,6 +37,15 @@ pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
 fn unregister(table: &RouteTable, frame: &Frame) -> Outgoing {
     let h: UnregisterBrokerRequestHeader = try_reply!(super::header(frame));
     table.unregister(&h.broker_addr);
+    response::success(frame.header.opaque)
+}
+
+fn delete_topic(table: &RouteTable, frame: &Frame) -> Outgoing {
+    let ext = &frame.header.ext_fields;
+    let Some(topic) = ext.get("topic") else {
+        return response::error(frame.header.opaque, rs::INVALID_PARAMETER, "topic is required");
+    };
+    table.delete_topic(topic, ext.get("clusterName").filter(|c| !c.is_empty()));
     response::success(frame.header.opaque)
 }
 
