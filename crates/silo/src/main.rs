@@ -1,6 +1,11 @@
 //! The `silo` command line.
 
+mod admin;
+mod bench;
+mod cli;
+mod consume;
 mod decode;
+mod produce;
 mod serve;
 
 use std::path::PathBuf;
@@ -24,6 +29,14 @@ enum Command {
     Broker(serve::ServeArgs),
     /// Run a name server only.
     Namesrv(serve::NamesrvArgs),
+    /// Send messages: from arguments, from stdin lines, or from a file's lines.
+    Produce(produce::ProduceArgs),
+    /// Read messages of a topic, from the first or last offset, a time, or where a group left off.
+    Consume(consume::ConsumeArgs),
+    /// Topics, the cluster, consumer group progress, message lookup, broker status.
+    Admin(admin::AdminArgs),
+    /// Measure a broker (Silo or any RocketMQ): produce, consume catch-up, end to end.
+    Bench(bench::BenchArgs),
     /// Decode RocketMQ bytes (a commit-log segment, a pull body, a frame or a batch) into JSON lines.
     Decode {
         #[command(subcommand)]
@@ -63,11 +76,21 @@ fn main() -> anyhow::Result<()> {
         Command::Serve(args) => return serve::run(args, serve::Mode::Embedded),
         Command::Broker(args) => return serve::run(args, serve::Mode::Broker),
         Command::Namesrv(args) => return serve::run_namesrv(args),
+        Command::Produce(args) => return produce::run(args),
+        Command::Consume(args) => return consume::run(args),
+        Command::Admin(args) => return admin::run(args),
+        Command::Bench(args) => return bench::run(args),
         Command::Decode { .. } => {}
     }
     let mut out = std::io::stdout().lock();
     match cli.command {
-        Command::Serve(_) | Command::Broker(_) | Command::Namesrv(_) => Ok(()),
+        Command::Serve(_)
+        | Command::Broker(_)
+        | Command::Namesrv(_)
+        | Command::Produce(_)
+        | Command::Consume(_)
+        | Command::Admin(_)
+        | Command::Bench(_) => Ok(()),
         Command::Decode { what } => match what {
             DecodeWhat::Records { file, bodies } => decode::records(&std::fs::read(&file)?, bodies, &mut out),
             DecodeWhat::Frames { input, hex } => decode::frames(&decode::read_input(&input, hex)?, &mut out),

@@ -1,0 +1,216 @@
+//! The `silo` client commands against a running `silo serve`, as a user types them: what
+//! `produce` sends, `consume` prints with its keys, tags and properties; the group's offsets
+//! are committed so a second `consume` prints nothing new; `admin` creates, lists, routes and
+//! deletes topics, shows the cluster, a group's lag, and finds messages by id and key; and a
+//! short smoke of each `bench` workload keeps the benchmark working.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Killed, free_port};
+use serde_json::Value;
+
+struct Silo {
+    _process: Killed,
+    namesrv: String,
+    broker: String,
+    _dir: tempfile::TempDir,
+}
+
+fn start() -> Silo {
+    let dir = tempfile::tempdir().unwrap();
+    let (ns_port, broker_port) = (free_port(), free_port());
+    let child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["serve", "--data-dir", dir.path().join("store").to_str().unwrap()])
+        .args(["--listen-port", &broker_port.to_string(), "--namesrv-listen", &format!("127.0.0.1:{ns_port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let process = Killed(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for port in [ns_port, broker_port] {
+        while TcpStream::connect(SocketAddr::from(([127, 0, 0, 1], port))).is_err() {
+            assert!(Instant::now() < deadline, "silo serve did not start listening on {port}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+    Silo {
+        _process: process,
+        namesrv: format!("127.0.0.1:{ns_port}"),
+        broker: format!("127.0.0.1:{broker_port}"),
+        _dir: dir,
+    }
+}
+
+/// Runs `silo ARGS` with the name server set, feeding `stdin`; returns stdout, failing the test
+/// with stderr when the command fails.
+fn silo(s: &Silo, args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(args)
+        .env("NAMESRV_ADDR", &s.namesrv)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "silo {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+/// Consumes until `want` messages were printed (the broker dispatches just after it answers).
+fn consume_until(s: &Silo, args: &[&str], want: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let got = json_lines(&silo(s, args, ""));
+        if got.len() >= want || Instant::now() >= deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn produce_then_consume_prints_every_message_once_per_group() {
+    let s = start();
+    let sent = json_lines(&silo(
+        &s,
+        &["produce", "-t", "CliTopic", "--tags", "TagA", "-k", "order-7", "-p", "color=red", "--json", "one", "two"],
+        "",
+    ));
+    assert_eq!(sent.len(), 2);
+    assert!(sent.iter().all(|r| r["status"] == "SEND_OK"));
+    // Lines from stdin, two per batch.
+    let batched = json_lines(&silo(&s, &["produce", "-t", "CliTopic", "--batch", "2", "--json"], "l1\nl2\nl3\n"));
+    assert_eq!(batched.len(), 2, "3 lines in batches of 2: two requests");
+    assert_eq!(batched[0]["msg_id"].as_str().unwrap().split(',').count(), 2);
+
+    let got = consume_until(&s, &["consume", "-t", "CliTopic", "-g", "cli-g1", "--json", "--no-commit"], 5);
+    let mut bodies: Vec<&str> = got.iter().map(|m| m["body"].as_str().unwrap()).collect();
+    bodies.sort_unstable();
+    assert_eq!(bodies, ["l1", "l2", "l3", "one", "two"]);
+    let one = got.iter().find(|m| m["body"] == "one").unwrap();
+    assert_eq!(one["tags"], "TagA");
+    assert_eq!(one["keys"], serde_json::json!(["order-7"]));
+    assert_eq!(one["properties"]["color"], "red");
+    assert_eq!(one["msgId"], sent[0]["msg_id"]);
+    assert_eq!(one["offsetMsgId"], sent[0]["offset_msg_id"]);
+
+    // Commit as a group: the second run sees nothing new; a new message only.
+    assert_eq!(json_lines(&silo(&s, &["consume", "-t", "CliTopic", "-g", "cli-g2", "--json"], "")).len(), 5);
+    assert_eq!(json_lines(&silo(&s, &["consume", "-t", "CliTopic", "-g", "cli-g2", "--json"], "")).len(), 0);
+    silo(&s, &["produce", "-t", "CliTopic", "three"], "");
+    let third = consume_until(&s, &["consume", "-t", "CliTopic", "-g", "cli-g2", "--json"], 1);
+    assert_eq!(third.len(), 1);
+    assert_eq!(third[0]["body"], "three");
+
+    // A tag filter, and a count limit.
+    let tagged = json_lines(&silo(&s, &["consume", "-t", "CliTopic", "--from", "first", "--tags", "TagA", "--json"], ""));
+    assert_eq!(tagged.len(), 2);
+    let two = json_lines(&silo(&s, &["consume", "-t", "CliTopic", "--from", "first", "--count", "2", "--json"], ""));
+    assert_eq!(two.len(), 2);
+}
+
+
+#[test]
+fn admin_manages_topics_and_finds_messages() {
+    let s = start();
+    let created = json_lines(&silo(&s, &["admin", "--json", "topic", "create", "AdminCli", "-q", "3"], ""));
+    assert_eq!(created[0]["brokers"], serde_json::json!(["broker-a"]));
+    let list: Vec<String> = serde_json::from_str(&silo(&s, &["admin", "--json", "topic", "list"], "")).unwrap();
+    assert!(list.contains(&"AdminCli".to_owned()));
+    let route: Value = serde_json::from_str(&silo(&s, &["admin", "--json", "topic", "route", "AdminCli"], "")).unwrap();
+    assert_eq!(route["queueDatas"][0]["writeQueueNums"], 3);
+    assert_eq!(route["brokerDatas"][0]["brokerAddrs"]["0"], s.broker);
+    let table = silo(&s, &["admin", "topic", "route", "AdminCli"], "");
+    assert!(table.contains("READ QUEUES") && table.contains(&s.broker), "{table}");
+    let cluster = silo(&s, &["admin", "cluster"], "");
+    assert!(cluster.contains("DefaultCluster") && cluster.contains("master") && cluster.contains(&s.broker));
+
+    let sent = json_lines(&silo(&s, &["produce", "-t", "AdminCli", "-k", "k-42", "--json", "payload-42"], ""));
+    let offset_id = sent[0]["offset_msg_id"].as_str().unwrap();
+    let by_id = json_lines(&silo(&s, &["admin", "--json", "message", "id", offset_id], ""));
+    assert_eq!(by_id[0]["body"], "payload-42");
+    let uniq = sent[0]["msg_id"].as_str().unwrap();
+    let by_uniq = json_lines(&silo(&s, &["admin", "--json", "message", "id", uniq, "-t", "AdminCli"], ""));
+    assert_eq!(by_uniq[0]["offsetMsgId"], offset_id);
+    // The key index is written by dispatch, just after the send is answered.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let by_key = loop {
+        let out = Command::new(env!("CARGO_BIN_EXE_silo"))
+            .args(["admin", "--json", "message", "key", "-t", "AdminCli", "k-42"])
+            .env("NAMESRV_ADDR", &s.namesrv)
+            .output()
+            .unwrap();
+        if out.status.success() || Instant::now() >= deadline {
+            break json_lines(&String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(by_key.len(), 1);
+    assert_eq!(by_key[0]["msgId"], uniq);
+
+    // Consume it as a group, then the group shows no lag.
+    consume_until(&s, &["consume", "-t", "AdminCli", "-g", "admin-g", "--json"], 1);
+    let progress: Value = serde_json::from_str(&silo(&s, &["admin", "--json", "group", "admin-g"], "")).unwrap();
+    assert_eq!(progress["lag"], 0);
+    assert_eq!(progress["queues"].as_array().unwrap().len(), 3);
+    let brokers = json_lines(&silo(&s, &["admin", "--json", "broker"], ""));
+    assert_eq!(brokers[0]["addr"], s.broker);
+    assert!(brokers[0]["table"]["msgPutTotalTodayNow"].as_str().unwrap().parse::<u64>().unwrap() >= 1);
+
+    silo(&s, &["admin", "topic", "delete", "AdminCli"], "");
+    let list: Vec<String> = serde_json::from_str(&silo(&s, &["admin", "--json", "topic", "list"], "")).unwrap();
+    assert!(!list.contains(&"AdminCli".to_owned()));
+
+    // Errors say what is wrong.
+    let out = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["admin", "topic", "route", "NoSuchTopic"])
+        .env("NAMESRV_ADDR", &s.namesrv)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no route for topic NoSuchTopic"));
+}
+
+/// CI runs only this smoke of the benchmark; the measurements are made by hand (`bench/compare`).
+#[test]
+fn bench_workloads_run_and_report() {
+    let s = start();
+    let dir = tempfile::tempdir().unwrap();
+    let report = |name: &str| dir.path().join(name).to_str().unwrap().to_owned();
+    let (p, c, e) = (report("produce.json"), report("consume.json"), report("e2e.json"));
+    silo(&s, &["bench", "produce", "-t", "BenchSmoke", "--count", "3000", "--producers", "2", "--report", &p], "");
+    let r: Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+    assert_eq!((r["msgs"].as_u64(), r["errors"].as_u64()), (Some(3000), Some(0)), "{r}");
+    assert!(r["latency_us"]["p99"].as_u64().unwrap() > 0);
+    assert!(r["machine"]["cores"].as_u64().unwrap() >= 1);
+    assert_eq!(r["params"]["size"], 1024);
+
+    silo(&s, &["bench", "produce", "-t", "BenchSmoke", "--count", "640", "--batch", "32", "--mode", "sync"], "");
+    silo(&s, &["bench", "consume", "-t", "BenchSmoke", "--report", &c], "");
+    let r: Value = serde_json::from_slice(&std::fs::read(&c).unwrap()).unwrap();
+    assert_eq!((r["msgs"].as_u64(), r["errors"].as_u64()), (Some(3640), Some(0)), "{r}");
+    assert_eq!(r["bytes"].as_u64(), Some(3640 * 1024));
+
+    silo(&s, &["bench", "e2e", "-t", "BenchE2e", "--duration", "1", "--report", &e], "");
+    let r: Value = serde_json::from_slice(&std::fs::read(&e).unwrap()).unwrap();
+    assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
+}
