@@ -144,6 +144,8 @@ impl Broker {
             crate::cmd::admin::DELETE_TOPIC_IN_BROKER => self.delete_topic(&frame),
             crate::cmd::admin::GET_CONSUME_STATS => self.consume_stats(&frame),
             crate::cmd::admin::GET_TOPIC_STATS_INFO => self.topic_stats(&frame),
+            crate::cmd::admin::QUERY_TOPIC_CONSUME_BY_WHO => self.topic_consumed_by(&frame),
+            crate::cmd::admin::GET_CONSUMER_CONNECTION_LIST => self.consumer_connections(&frame),
             crate::cmd::admin::GET_TOPIC_CONFIG => self.topic_config(&frame),
             rq::GET_ALL_TOPIC_CONFIG => self.all_topic_config(&frame),
             rq::GET_BROKER_RUNTIME_INFO => self.runtime_info(&frame),

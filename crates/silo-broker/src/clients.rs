@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use silo_wire::LanguageCode;
 use silo_wire::body::{ConsumerData, SubscriptionData};
 
 use crate::connection::Channel;
@@ -18,6 +19,27 @@ pub const LOCK_EXPIRY: Duration = Duration::from_secs(60);
 struct Member {
     channel: Channel,
     last_update: Instant,
+    language: LanguageCode,
+    version: i32,
+}
+
+/// One consumer as admin tools see it (GET_CONSUMER_CONNECTION_LIST).
+#[derive(Debug, Clone)]
+pub struct Connection {
+    pub client_id: String,
+    pub client_addr: std::net::SocketAddr,
+    pub language: LanguageCode,
+    pub version: i32,
+}
+
+/// An online consumer group: its members, subscriptions and settings.
+#[derive(Debug, Clone)]
+pub struct GroupInfo {
+    pub connections: Vec<Connection>,
+    pub subscriptions: Vec<SubscriptionData>,
+    pub message_model: String,
+    pub consume_type: String,
+    pub consume_from_where: String,
 }
 
 #[derive(Debug, Default)]
@@ -61,9 +83,15 @@ impl ClientRegistry {
         group.members.values().map(|m| m.channel.clone()).collect()
     }
 
-    /// Registers a consumer from a heartbeat; returns the change to notify, if membership
-    /// changed.
-    pub fn register_consumer(&self, client_id: &str, data: &ConsumerData, channel: &Channel) -> Option<Changed> {
+    /// Registers a consumer from a heartbeat (sent in `language`, `version`); returns the change
+    /// to notify, if membership changed.
+    pub fn register_consumer(
+        &self,
+        client_id: &str,
+        data: &ConsumerData,
+        channel: &Channel,
+        (language, version): (LanguageCode, i32),
+    ) -> Option<Changed> {
         let mut s = self.lock();
         let group = s.groups.entry(data.group_name.clone()).or_default();
         group.message_model = data.message_model.clone();
@@ -77,12 +105,12 @@ impl ClientRegistry {
                 let moved = m.channel.id != channel.id;
                 m.channel = channel.clone();
                 m.last_update = Instant::now();
+                (m.language, m.version) = (language, version);
                 moved
             }
             None => {
-                group
-                    .members
-                    .insert(client_id.to_owned(), Member { channel: channel.clone(), last_update: Instant::now() });
+                let m = Member { channel: channel.clone(), last_update: Instant::now(), language, version };
+                group.members.insert(client_id.to_owned(), m);
                 true
             }
         };
@@ -140,6 +168,28 @@ impl ClientRegistry {
 
     pub fn is_broadcast(&self, group: &str) -> bool {
         self.lock().groups.get(group).is_some_and(|g| g.message_model == "BROADCASTING")
+    }
+
+    /// The group with its members, if any member is online.
+    pub fn group_info(&self, group: &str) -> Option<GroupInfo> {
+        let s = self.lock();
+        let g = s.groups.get(group).filter(|g| !g.members.is_empty())?;
+        Some(GroupInfo {
+            connections: g
+                .members
+                .iter()
+                .map(|(id, m)| Connection {
+                    client_id: id.clone(),
+                    client_addr: m.channel.remote,
+                    language: m.language,
+                    version: m.version,
+                })
+                .collect(),
+            subscriptions: g.subscriptions.values().cloned().collect(),
+            message_model: g.message_model.clone(),
+            consume_type: g.consume_type.clone(),
+            consume_from_where: g.consume_from_where.clone(),
+        })
     }
 
     /// Groups that subscribe to `topic`, for admin reads.

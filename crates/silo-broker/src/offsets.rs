@@ -53,6 +53,13 @@ impl OffsetManager {
         s.offset_table.iter().filter_map(|(k, v)| k.strip_suffix(&suffix).map(|t| (t.to_owned(), v.clone()))).collect()
     }
 
+    /// Groups with committed offsets on `topic`.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let prefix = format!("{topic}@");
+        s.offset_table.keys().filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned)).collect()
+    }
+
     /// Writes the file if anything changed since the last write.
     pub fn persist(&self) -> Result<(), silo_store::StoreError> {
         if !self.dirty.swap(false, Ordering::AcqRel) {

@@ -261,6 +261,58 @@ async fn a_topic_is_auto_created_routed_sent_to_and_pulled_from() {
     drop(cluster.broker_state);
 }
 
+/// What `mqadmin queryMsgById` and `consumerConnection` ask: who consumes a topic (300), and a
+/// group's online clients (203), or CONSUMER_NOT_ONLINE (206).
+#[tokio::test]
+async fn admin_reads_list_the_groups_of_a_topic_and_their_connections() {
+    let cluster = start().await;
+    let mut br = Client::connect(cluster.broker).await;
+    let r = br.call(rq::SEND_MESSAGE_V2, &send_header("Orders", 0, "KEYS\u{1}k\u{2}"), b"x", SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    let group = |g: &str| ConsumerGroupRequestHeader { consumer_group: g.into() };
+    let r = br.call(203, &group("cg"), &[], SerializeType::Json).await;
+    assert_eq!((r.header.code, r.header.remark.as_deref()), (206, Some("the consumer group[cg] not online")));
+
+    heartbeat(&mut br, "Orders", "TagA").await;
+    // QUERY_TOPIC_CONSUME_BY_WHO's header is just `topic`.
+    let by_who = GetRouteInfoRequestHeader { topic: "Orders".into(), accept_standard_json_only: None };
+    let r = br.call(300, &by_who, &[], SerializeType::Json).await;
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!((r.header.code, &v), (rs::SUCCESS, &serde_json::json!({"groupList": ["cg"]})));
+    let r = br.call(203, &group("cg"), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    let conn = &v["connectionSet"][0];
+    assert_eq!((conn["clientId"].as_str(), conn["language"].as_str()), (Some("127.0.0.1@test"), Some("RUST")));
+    assert_eq!(conn["version"].as_i64(), Some(i64::from(silo_wire::header::SILO_VERSION)));
+    assert_eq!(conn["clientAddr"].as_str().unwrap().split(':').next(), Some("127.0.0.1"));
+    assert_eq!(v["subscriptionTable"]["Orders"]["subString"].as_str(), Some("TagA"));
+    assert_eq!(
+        (v["consumeType"].as_str(), v["messageModel"].as_str()),
+        (Some("CONSUME_PASSIVELY"), Some("CLUSTERING"))
+    );
+
+    // Gone from the group, but its committed offset still ties it to the topic.
+    let commit = UpdateConsumerOffsetRequestHeader {
+        consumer_group: "cg".into(),
+        topic: "Orders".into(),
+        queue_id: 0,
+        commit_offset: 1,
+        broker_name: None,
+    };
+    assert_eq!(br.call(rq::UPDATE_CONSUMER_OFFSET, &commit, &[], SerializeType::Json).await.header.code, rs::SUCCESS);
+    let bye = UnregisterClientRequestHeader {
+        client_id: "127.0.0.1@test".into(),
+        producer_group: None,
+        consumer_group: Some("cg".into()),
+    };
+    assert_eq!(br.call(rq::UNREGISTER_CLIENT, &bye, &[], SerializeType::Json).await.header.code, rs::SUCCESS);
+    assert_eq!(br.call(203, &group("cg"), &[], SerializeType::Json).await.header.code, 206);
+    let v: serde_json::Value =
+        serde_json::from_slice(&br.call(300, &by_who, &[], SerializeType::Json).await.body).unwrap();
+    assert_eq!(v, serde_json::json!({"groupList": ["cg"]}));
+}
+
 #[tokio::test]
 async fn bad_input_gets_an_error_or_a_clean_close_and_the_broker_keeps_serving() {
     let cluster = start().await;

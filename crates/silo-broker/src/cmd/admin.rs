@@ -1,12 +1,13 @@
 //! Admin requests: topic create/delete/list (17, 215, 21), runtime info (28), topic and consumer
-//! statistics (202, 208), view a message by id (33) and query by key (12); spec 2.9.
+//! statistics (202, 208), who consumes a topic and a group's connections (300, 203), view a
+//! message by id (33) and query by key (12); spec 2.9.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use serde::Serialize;
 use silo_wire::Frame;
-use silo_wire::body::encode_json_body;
+use silo_wire::body::{SubscriptionData, encode_json_body};
 use silo_wire::codes::response as rs;
 use silo_wire::custom::ViewMessageRequestHeader;
 
@@ -22,6 +23,12 @@ pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
 pub const GET_CONSUME_STATS: i32 = 208;
 /// GET_TOPIC_STATS_INFO: min/max offset and last store time per queue of a topic.
 pub const GET_TOPIC_STATS_INFO: i32 = 202;
+/// GET_CONSUMER_CONNECTION_LIST: an online group's clients and subscriptions.
+pub const GET_CONSUMER_CONNECTION_LIST: i32 = 203;
+/// QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume a topic.
+pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+/// CONSUMER_NOT_ONLINE response.
+const CONSUMER_NOT_ONLINE: i32 = 206;
 /// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
 pub const GET_TOPIC_CONFIG: i32 = 351;
 
@@ -33,6 +40,33 @@ struct KvTable {
 /// A `MessageQueue` as a fastjson map key (written bare: `{"brokerName":..}:value`).
 fn queue_key(broker_name: &str, topic: &str, queue_id: i32) -> serde_json::Value {
     serde_json::json!({"brokerName": broker_name, "queueId": queue_id, "topic": topic})
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO body.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupList {
+    group_list: BTreeSet<String>,
+}
+
+/// GET_CONSUMER_CONNECTION_LIST body (`ConsumerConnection`).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumerConnection {
+    connection_set: Vec<Connection>,
+    consume_from_where: String,
+    consume_type: String,
+    message_model: String,
+    subscription_table: BTreeMap<String, SubscriptionData>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Connection {
+    client_addr: String,
+    client_id: String,
+    language: &'static str,
+    version: i32,
 }
 
 fn field<'a>(frame: &'a Frame, key: &str) -> Option<&'a str> {
@@ -199,6 +233,47 @@ impl Broker {
         }
         let body = format!("{{\"consumeTps\":0.0,\"offsetTable\":{{{}}}}}", entries.join(","));
         response::with_body(opaque, body.into_bytes())
+    }
+
+    /// QUERY_TOPIC_CONSUME_BY_WHO (300): groups subscribed to the topic now, and groups with
+    /// committed offsets on it.
+    pub(crate) fn topic_consumed_by(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(topic) = field(frame, "topic") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "topic is required");
+        };
+        let mut group_list: BTreeSet<String> = self.clients.groups_of_topic(topic).into_iter().collect();
+        group_list.extend(self.offsets.groups_of_topic(topic));
+        response::with_body(opaque, encode_json_body(&GroupList { group_list }))
+    }
+
+    /// GET_CONSUMER_CONNECTION_LIST (203): the group's online clients (id, address, language,
+    /// version), subscriptions and settings; CONSUMER_NOT_ONLINE when it has none.
+    pub(crate) fn consumer_connections(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let Some(group) = field(frame, "consumerGroup") else {
+            return response::error(opaque, rs::INVALID_PARAMETER, "consumerGroup is required");
+        };
+        let Some(info) = self.clients.group_info(group) else {
+            return response::error(opaque, CONSUMER_NOT_ONLINE, format!("the consumer group[{group}] not online"));
+        };
+        let body = ConsumerConnection {
+            connection_set: info
+                .connections
+                .into_iter()
+                .map(|c| Connection {
+                    client_addr: c.client_addr.to_string(),
+                    client_id: c.client_id,
+                    language: c.language.name(),
+                    version: c.version,
+                })
+                .collect(),
+            consume_from_where: info.consume_from_where,
+            consume_type: info.consume_type,
+            message_model: info.message_model,
+            subscription_table: info.subscriptions.into_iter().map(|s| (s.topic.clone(), s)).collect(),
+        };
+        response::with_body(opaque, encode_json_body(&body))
     }
 
     pub(crate) fn view_message(&self, frame: &Frame) -> Outgoing {

@@ -56,7 +56,8 @@ impl Broker {
                 }
                 self.register_routes_if_changed();
             }
-            changed.extend(self.clients.register_consumer(&hb.client_id, consumer, channel));
+            let sender = (frame.header.language, frame.header.version);
+            changed.extend(self.clients.register_consumer(&hb.client_id, consumer, channel, sender));
         }
         self.notify(changed);
         let mut out = response::success(opaque);
