@@ -187,3 +187,223 @@ fn rust_producer_and_consumer_work_unchanged() {
         println!("{}", stdout.trim());
     });
 }
+
+/// One run of Apache RocketMQ's admin command line (`interop/java-client/mqadmin.sh`, i.e.
+/// `mqadmin` from rocketmq-tools 5.3.3). mqadmin exits 0 even when a command fails (it prints the
+/// stack trace to stderr), so callers check stdout; `Display` shows both for failure messages.
+struct Mqadmin {
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Mqadmin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "stdout:\n{}\nstderr:\n{}", self.stdout, self.stderr)
+    }
+}
+
+fn mqadmin(args: &[&str]) -> Mqadmin {
+    let out = Command::new("bash")
+        .arg(repo().join("interop/java-client/mqadmin.sh"))
+        .args(args)
+        .output()
+        .expect("run interop/java-client/mqadmin.sh (needs Java and Maven)");
+    let run = Mqadmin {
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(out.status.success(), "mqadmin {args:?} exited with {}\n{run}", out.status);
+    run
+}
+
+/// Runs an mqadmin command until `done` accepts its output (bounded).
+fn mqadmin_until(args: &[&str], what: &str, done: impl Fn(&str) -> bool) -> Mqadmin {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = mqadmin(args);
+        if done(&run.stdout) {
+            return run;
+        }
+        assert!(Instant::now() < deadline, "mqadmin {args:?}: {what} not seen within 60 s\n{run}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Table rows of mqadmin output: the whitespace-separated cells of every line after the header
+/// line (the one starting with `header`), up to the first blank line.
+fn rows(stdout: &str, header: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .skip_while(|l| !l.starts_with(header))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_owned).collect())
+        .collect()
+}
+
+/// `Label:   value` lines (queryMsgById, brokerStatus) as a map.
+fn labelled(stdout: &str) -> std::collections::BTreeMap<String, String> {
+    stdout.lines().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned())).collect()
+}
+
+/// fastjson writes integer map keys bare (`"brokerAddrs":{0:"host:port"}`); quote them so the
+/// text parses as JSON.
+fn quote_bare_keys(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let (mut out, mut in_string, mut escaped, mut key_may_follow) = (String::new(), false, false, false);
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if in_string {
+            (in_string, escaped) = (escaped || c != '"', !escaped && c == '\\');
+        } else if key_may_follow && c.is_ascii_digit() {
+            let end = (i..chars.len()).find(|&j| !chars[j].is_ascii_digit()).unwrap_or(chars.len());
+            if chars.get(end) == Some(&':') {
+                out.push('"');
+                out.extend(&chars[i..end]);
+                out.push('"');
+                (i, key_may_follow) = (end, false);
+                continue;
+            }
+        } else {
+            in_string = c == '"';
+            if c == '{' || c == ',' {
+                key_may_follow = true;
+            } else if !c.is_whitespace() {
+                key_may_follow = false;
+            }
+        }
+        out.push(c);
+        i += 1;
+    }
+    out
+}
+
+/// The commands an operator types against `silo serve`, with what they print checked: cluster,
+/// topic create/list/route/status, consumer progress after a Java producer and consumer ran,
+/// messages found by key and by id (both ids), broker status, and topic deletion.
+#[test]
+fn the_mqadmin_command_line_works() {
+    with_silo(|silo, _| {
+        let ns = silo.namesrv.to_string();
+        let broker = format!("127.0.0.1:{}", silo.broker_port);
+        let (topic, group, suffix, count) = ("mqadmin_t", "mqadmin_cg", "op", 8);
+
+        // clusterList: the broker, once it has registered with the name server.
+        let run = mqadmin_until(&["clusterList", "-n", &ns], "the broker", |out| out.contains(&broker));
+        let cluster = rows(&run.stdout, "#Cluster Name");
+        assert_eq!(cluster.len(), 1, "{run}");
+        assert_eq!(cluster[0][..5], ["DefaultCluster", "broker-a", "0", broker.as_str(), "V5_3_3"], "{run}");
+        assert_eq!(cluster[0].last().map(String::as_str), Some("true"), "#ACTIVATED\n{run}");
+
+        let run = mqadmin(&["updateTopic", "-n", &ns, "-c", "DefaultCluster", "-t", topic, "-r", "4", "-w", "4"]);
+        assert!(run.stdout.contains(&format!("create topic to {broker} success.")), "{run}");
+        assert!(
+            run.stdout
+                .contains(&format!("TopicConfig [topicName={topic}, readQueueNums=4, writeQueueNums=4, perm=RW-")),
+            "{run}"
+        );
+
+        let run = mqadmin(&["topicList", "-n", &ns]);
+        assert!(run.stdout.lines().any(|l| l.trim() == topic), "{run}");
+
+        let run = mqadmin(&["topicRoute", "-n", &ns, "-t", topic]);
+        let route: serde_json::Value =
+            serde_json::from_str(&quote_bare_keys(&run.stdout)).unwrap_or_else(|e| panic!("{e}\n{run}"));
+        assert_eq!(route["brokerDatas"].as_array().map(Vec::len), Some(1), "{run}");
+        assert_eq!(route["brokerDatas"][0]["brokerName"], "broker-a", "{run}");
+        assert_eq!(route["brokerDatas"][0]["cluster"], "DefaultCluster", "{run}");
+        assert_eq!(route["brokerDatas"][0]["brokerAddrs"]["0"], broker.as_str(), "{run}");
+        let queues = &route["queueDatas"][0];
+        assert_eq!(
+            (&queues["readQueueNums"], &queues["writeQueueNums"], &queues["perm"]),
+            (&4.into(), &4.into(), &6.into()),
+            "{run}"
+        );
+
+        // A stock Java producer sends `count` messages (keys pc-op-<i>, bodies "produce-consume
+        // pc op #<i>", tags TagA/TagB) and a push consumer in `group` consumes them all.
+        let n = count.to_string();
+        scenario(
+            silo,
+            "produce-consume",
+            &["--topic", topic, "--group", group, "--suffix", suffix, "--count", &n, "--settle-ms", "100"],
+        );
+
+        let run = mqadmin(&["topicStatus", "-n", &ns, "-t", topic]);
+        let status = rows(&run.stdout, "#Broker Name");
+        assert_eq!(status.iter().map(|r| r[1].as_str()).collect::<Vec<_>>(), ["0", "1", "2", "3"], "{run}");
+        assert!(status.iter().all(|r| r[0] == "broker-a" && r[2] == "0"), "min offsets 0\n{run}");
+        let max: Vec<i64> = status.iter().map(|r| r[3].parse().unwrap()).collect();
+        assert_eq!(max.iter().sum::<i64>(), count, "{run}");
+        assert!(
+            status.iter().all(|r| r[3] == "0" || r.len() > 4),
+            "a last-updated time where there are messages\n{run}"
+        );
+
+        // The consumer commits its offsets as it shuts down (one-way), so wait for them.
+        let run = mqadmin_until(&["consumerProgress", "-n", &ns, "-g", group], "diff 0", |out| {
+            out.contains("Consume Diff Total: 0") && rows(out, "#Topic").iter().filter(|r| r[0] == topic).count() == 4
+        });
+        let progress: Vec<_> = rows(&run.stdout, "#Topic").into_iter().filter(|r| r[0] == topic).collect();
+        for (q, row) in progress.iter().enumerate() {
+            let expected = [topic.to_owned(), "broker-a".into(), q.to_string(), max[q].to_string(), max[q].to_string()];
+            assert_eq!(row[..5], expected, "queue {q}: broker offset, consumer offset\n{run}");
+            assert_eq!(row[5], "0", "queue {q}: diff\n{run}");
+        }
+
+        // Message 3 by key: one hit, with its msgId (the client's UNIQ_KEY), queue and offset.
+        let key = format!("pc-{suffix}-3");
+        let run = mqadmin(&["queryMsgByKey", "-n", &ns, "-t", topic, "-k", &key]);
+        let found = rows(&run.stdout, "#Message ID");
+        assert_eq!(found.len(), 1, "{run}");
+        let (msg_id, queue_id, queue_offset) = (found[0][0].clone(), found[0][1].clone(), found[0][2].clone());
+        assert!(queue_offset.parse::<i64>().unwrap() < max[queue_id.parse::<usize>().unwrap()], "{run}");
+
+        // queryMsgById with that msgId (QUERY_MESSAGE by UNIQ_KEY), then with the offset msgId
+        // it printed (VIEW_MESSAGE_BY_ID at the broker the id names): the same message.
+        let show = |id: &str| {
+            let run = mqadmin(&["queryMsgById", "-n", &ns, "-t", topic, "-i", id, "-f", "UTF-8"]);
+            let m = labelled(&run.stdout);
+            let get = |k: &str| m.get(k).map(String::as_str).unwrap_or_else(|| panic!("no {k}\n{run}"));
+            assert_eq!(get("Topic"), topic, "{run}");
+            assert_eq!(get("Keys"), format!("[{key}]"), "{run}");
+            assert_eq!(get("Tags"), "[TagB]", "{run}");
+            assert_eq!((get("Queue ID"), get("Queue Offset")), (queue_id.as_str(), queue_offset.as_str()), "{run}");
+            assert_eq!(get("Reconsume Times"), "0", "{run}");
+            assert_eq!(get("Store Host"), broker, "{run}");
+            assert_eq!(get("Message Body"), format!("produce-consume pc {suffix} #3"), "{run}");
+            let props = get("Properties");
+            for p in [format!("UNIQ_KEY={msg_id}"), format!("KEYS={key}"), format!("silo-prop=v-{key}")] {
+                assert!(props.contains(&p), "{p} in {props}\n{run}");
+            }
+            // Message tracking: the group has committed offsets on the topic and is gone.
+            assert!(
+                run.stdout.contains(&format!("MessageTrack [consumerGroup={group}, trackType=NOT_ONLINE")),
+                "{run}"
+            );
+            get("OffsetID").to_owned()
+        };
+        let offset_msg_id = show(&msg_id);
+        assert_ne!(offset_msg_id, msg_id);
+        assert_eq!(show(&offset_msg_id), offset_msg_id);
+
+        let run = mqadmin(&["brokerStatus", "-n", &ns, "-b", &broker]);
+        let stats = labelled(&run.stdout);
+        assert_eq!(stats.get("brokerVersionDesc").map(String::as_str), Some("V5_3_3"), "{run}");
+        assert_eq!(stats.get("brokerActive").map(String::as_str), Some("true"), "{run}");
+        let puts: i64 = stats.get("msgPutTotalTodayNow").and_then(|v| v.parse().ok()).unwrap_or(-1);
+        assert!(puts >= count, "msgPutTotalTodayNow {puts}\n{run}");
+        assert!(stats.get("commitLogMaxOffset").and_then(|v| v.parse::<i64>().ok()).is_some_and(|o| o > 0), "{run}");
+
+        let run = mqadmin(&["deleteTopic", "-n", &ns, "-c", "DefaultCluster", "-t", topic]);
+        assert!(
+            run.stdout.contains(&format!("delete topic [{topic}] from cluster [DefaultCluster] success.")),
+            "{run}"
+        );
+        assert!(run.stdout.contains(&format!("delete topic [{topic}] from NameServer success.")), "{run}");
+        let run = mqadmin(&["topicList", "-n", &ns]);
+        assert!(!run.stdout.lines().any(|l| l.trim() == topic), "{run}");
+        assert!(run.stdout.lines().any(|l| l.trim() == "TBW102"), "{run}");
+    });
+}
