@@ -4,6 +4,7 @@
 //! own module under [`cmd`]. The broker keeps its messages in [`silo_store::Store`] and its
 //! metadata in RocketMQ's JSON config files (`topics.json`, `consumerOffset.json`).
 
+pub mod alloc_probe;
 pub mod broker;
 pub mod clients;
 pub mod cmd;

@@ -1,6 +1,8 @@
 //! The `silo` command line.
 
 mod admin;
+#[cfg(feature = "count-allocs")]
+mod alloc_count;
 mod bench;
 mod cli;
 mod consume;
@@ -72,6 +74,8 @@ enum DecodeWhat {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
+    #[cfg(feature = "count-allocs")]
+    silo_broker::alloc_probe::install(alloc_count::counts);
     match cli.command {
         Command::Serve(args) => return serve::run(args, serve::Mode::Embedded),
         Command::Broker(args) => return serve::run(args, serve::Mode::Broker),

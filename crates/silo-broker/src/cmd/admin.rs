@@ -141,7 +141,7 @@ impl Broker {
             .checked_sub(self.started.elapsed())
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_millis());
-        let table: BTreeMap<String, String> = [
+        let mut table: BTreeMap<String, String> = [
             ("brokerVersionDesc", "V5_3_3".to_owned()),
             ("brokerVersion", silo_wire::header::SILO_VERSION.to_string()),
             ("msgPutTotalTodayNow", put.to_string()),
@@ -172,6 +172,10 @@ impl Broker {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+        if let Some((allocs, bytes)) = crate::alloc_probe::read() {
+            table.insert("siloAllocCount".into(), allocs.to_string());
+            table.insert("siloAllocBytes".into(), bytes.to_string());
+        }
         response::with_body(frame.header.opaque, encode_json_body(&KvTable { table }))
     }
 
