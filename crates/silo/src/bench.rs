@@ -205,6 +205,10 @@ struct BrokerCost {
     cpu_us_per_msg: f64,
     rss_start_bytes: u64,
     rss_peak_bytes: u64,
+    /// Anonymous memory only (heap, stacks): RSS without the mapped store files, whose pages
+    /// count towards RSS while they are resident but belong to the page cache.
+    anon_start_bytes: u64,
+    anon_peak_bytes: u64,
     /// Allocations per message, from a broker built with allocation counting.
     #[serde(skip_serializing_if = "Option::is_none")]
     allocs_per_msg: Option<f64>,
@@ -307,8 +311,9 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
 struct BrokerSampler {
     pids: Vec<u32>,
     cpu_start: f64,
-    rss_start: u64,
+    rss_start: (u64, u64),
     peak: Arc<AtomicU64>,
+    anon_peak: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
     allocs_start: Option<(u64, u64)>,
     admin: Option<Admin>,
@@ -324,13 +329,21 @@ fn proc_cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-fn proc_rss_bytes(pid: u32) -> u64 {
+/// (VmRSS, RssAnon) of a process, bytes.
+fn proc_rss_bytes(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+            .map_or(0, |kb| kb * 1024)
+    };
+    (field("VmRSS:"), field("RssAnon:"))
+}
+
+fn rss_of(pids: &[u32]) -> (u64, u64) {
+    pids.iter().map(|p| proc_rss_bytes(*p)).fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
 }
 
 async fn broker_allocs(admin: &Admin) -> Option<(u64, u64)> {
@@ -351,16 +364,17 @@ async fn broker_allocs(admin: &Admin) -> Option<(u64, u64)> {
 
 impl BrokerSampler {
     async fn start(pids: &[u32], admin: Admin) -> Self {
-        let peak = Arc::new(AtomicU64::new(0));
         let done = Arc::new(AtomicBool::new(false));
-        let rss_start = pids.iter().map(|p| proc_rss_bytes(*p)).sum();
-        peak.store(rss_start, Ordering::Relaxed);
+        let rss_start = rss_of(pids);
+        let peak = Arc::new(AtomicU64::new(rss_start.0));
+        let anon_peak = Arc::new(AtomicU64::new(rss_start.1));
         if !pids.is_empty() {
-            let (pids, peak, done) = (pids.to_vec(), peak.clone(), done.clone());
+            let (pids, peak, anon_peak, done) = (pids.to_vec(), peak.clone(), anon_peak.clone(), done.clone());
             tokio::spawn(async move {
                 while !done.load(Ordering::Relaxed) {
-                    let rss: u64 = pids.iter().map(|p| proc_rss_bytes(*p)).sum();
+                    let (rss, anon) = rss_of(&pids);
                     peak.fetch_max(rss, Ordering::Relaxed);
+                    anon_peak.fetch_max(anon, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             });
@@ -371,6 +385,7 @@ impl BrokerSampler {
             cpu_start: pids.iter().map(|p| proc_cpu_seconds(*p)).sum(),
             rss_start,
             peak,
+            anon_peak,
             done,
             allocs_start,
             admin: Some(admin),
@@ -394,8 +409,10 @@ impl BrokerSampler {
         cost.pids = self.pids;
         cost.cpu_seconds = cpu;
         cost.cpu_us_per_msg = per(cpu * 1e6);
-        cost.rss_start_bytes = self.rss_start;
+        cost.rss_start_bytes = self.rss_start.0;
         cost.rss_peak_bytes = self.peak.load(Ordering::Relaxed);
+        cost.anon_start_bytes = self.rss_start.1;
+        cost.anon_peak_bytes = self.anon_peak.load(Ordering::Relaxed);
         Some(cost)
     }
 }
@@ -536,11 +553,13 @@ fn finish_report<P: Serialize>(
     }
     if let Some(b) = &r.broker {
         println!(
-            "broker: {:.2} CPU s ({:.1} µs/msg), RSS {} MiB at start, {} MiB peak",
+            "broker: {:.2} CPU s ({:.1} µs/msg), RSS {} MiB at start, {} MiB peak (anonymous {} MiB, {} MiB)",
             b.cpu_seconds,
             b.cpu_us_per_msg,
             b.rss_start_bytes >> 20,
-            b.rss_peak_bytes >> 20
+            b.rss_peak_bytes >> 20,
+            b.anon_start_bytes >> 20,
+            b.anon_peak_bytes >> 20
         );
         if let (Some(a), Some(bytes)) = (b.allocs_per_msg, b.alloc_bytes_per_msg) {
             println!("broker allocations: {a:.2} per message, {bytes:.0} bytes per message");
