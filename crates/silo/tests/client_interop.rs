@@ -2,11 +2,7 @@
 //! oneway, batch), push consumers (clustering with two consumers sharing the queues, tag
 //! filters, retries through the retry topic, orderly, broadcasting), the lite pull consumer, the
 //! admin tool, and a broker restart in the middle that must lose nothing acknowledged; the 4.9.8
-//! Java client; the Go client; and the Rust client.
-//!
-//! Not run here yet: the `lite-pull` scenario. It passes most of the time against Silo, but once
-//! in CI its assign-mode consumer never received queue 1 after `seekToBegin`; until that is
-//! understood it would make the suite flaky (issue notes). The scenarios live in
+//! Java client; the Go client; and the Rust client. The scenarios live in
 //! `interop/java-client` and assert counts, bodies, properties, keys, tags and per-queue order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -108,9 +104,16 @@ fn with_silo(f: impl FnOnce(&mut Silo, &Path)) {
 #[test]
 fn java_producers_and_consumers_work_unchanged() {
     with_silo(|silo, _| {
-        for name in
-            ["produce-consume", "async-oneway-batch", "tag-filter", "rebalance", "orderly", "broadcast", "retry"]
-        {
+        for name in [
+            "produce-consume",
+            "async-oneway-batch",
+            "tag-filter",
+            "rebalance",
+            "orderly",
+            "broadcast",
+            "lite-pull",
+            "retry",
+        ] {
             scenario(silo, name, &[]);
         }
     });
@@ -120,7 +123,7 @@ fn java_producers_and_consumers_work_unchanged() {
 #[test]
 fn the_java_4_9_client_works_unchanged() {
     with_silo(|silo, _| {
-        for name in ["produce-consume", "async-oneway-batch", "tag-filter", "retry"] {
+        for name in ["produce-consume", "async-oneway-batch", "tag-filter", "retry", "lite-pull"] {
             scenario(silo, name, &["--client", "4"]);
         }
     });

@@ -11,6 +11,7 @@ import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Consumer;
 import org.apache.rocketmq.common.message.MessageDecoder;
@@ -38,6 +39,8 @@ final class CodeRecorder implements RPCHook {
     private final Map<String, AtomicLong> counts = new ConcurrentHashMap<>();
     private final Set<String> requestShapes = ConcurrentHashMap.newKeySet();
     private final List<Consumer<MessageExt>> pulledListeners = new CopyOnWriteArrayList<>();
+    /** Pulls sent and not answered yet (held by the broker, or given up): "group topic queueId offset" -> count. */
+    private final Map<String, AtomicInteger> pullsUnanswered = new ConcurrentHashMap<>();
 
     CodeRecorder(String namesrv) {
         this.namesrv = namesrv;
@@ -51,6 +54,10 @@ final class CodeRecorder implements RPCHook {
         String key = key(remoteAddr, request);
         counts.computeIfAbsent(key, k -> new AtomicLong()).incrementAndGet();
         seen.computeIfAbsent(key, k -> ConcurrentHashMap.newKeySet());
+        String pull = pullKey(request);
+        if (pull != null) {
+            pullsUnanswered.computeIfAbsent(pull, k -> new AtomicInteger()).incrementAndGet();
+        }
         if (!BROKER_TO_CLIENT.contains(request.getCode())) {
             requestShapes.add("language=" + request.getLanguage() + " version=" + request.getVersion()
                 + " serialize=" + request.getSerializeTypeCurrentRPC());
@@ -64,6 +71,10 @@ final class CodeRecorder implements RPCHook {
         }
         seen.computeIfAbsent(key(remoteAddr, request), k -> ConcurrentHashMap.newKeySet())
             .add(Integer.toString(response.getCode()));
+        String pull = pullKey(request);
+        if (pull != null) {
+            pullsUnanswered.computeIfAbsent(pull, k -> new AtomicInteger()).decrementAndGet();
+        }
         int code = request.getCode();
         if ((code == PULL_MESSAGE || code == LITE_PULL_MESSAGE) && response.getCode() == 0
             && response.getBody() != null && !pulledListeners.isEmpty()) {
@@ -79,6 +90,47 @@ final class CodeRecorder implements RPCHook {
     /** Calls the listener for every message in every successful pull response from now on. */
     void onPulled(Consumer<MessageExt> listener) {
         pulledListeners.add(listener);
+    }
+
+    /**
+     * Whether a pull (PULL_MESSAGE or LITE_PULL_MESSAGE) by GROUP of TOPIC's queue QUEUE_ID at OFFSET
+     * was sent and has had no answer yet: at the end of a queue, one the broker holds (long polling).
+     */
+    boolean pullUnanswered(String group, String topic, int queueId, long offset) {
+        AtomicInteger n = pullsUnanswered.get(group + " " + topic + " " + queueId + " " + offset);
+        return n != null && n.get() > 0;
+    }
+
+    /** The unanswered pulls of GROUP, for failure messages. */
+    String pullsUnanswered(String group) {
+        Set<String> out = new TreeSet<>();
+        pullsUnanswered.forEach((k, n) -> {
+            if (k.startsWith(group + " ") && n.get() > 0) {
+                out.add(k.substring(group.length() + 1));
+            }
+        });
+        return out.toString();
+    }
+
+    /** "group topic queueId offset" of a pull request, or null for any other request. */
+    private static String pullKey(RemotingCommand request) {
+        if (request.getCode() != PULL_MESSAGE && request.getCode() != LITE_PULL_MESSAGE) {
+            return null;
+        }
+        Object h = request.readCustomHeader();
+        if (h == null) {
+            return null;
+        }
+        try {
+            // PullMessageRequestHeader, whose package differs between the 4.x and 5.x clients.
+            StringBuilder sb = new StringBuilder();
+            for (String getter : new String[] {"getConsumerGroup", "getTopic", "getQueueId", "getQueueOffset"}) {
+                sb.append(sb.length() == 0 ? "" : " ").append(h.getClass().getMethod(getter).invoke(h));
+            }
+            return sb.toString();
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
     }
 
     long count(String target, int code) {
