@@ -9,12 +9,16 @@
 # start: starts whichever of the two is not already running from DIR (so `stop DIR --broker-only`
 # followed by `start DIR ...` restarts just the broker, keeping its store), then waits until the
 # broker is registered with the name server, the name server routes TBW102 (needed for sends to
-# topics that do not exist yet) and the broker answers requests. Ports given once are remembered in
-# DIR/ports, so a restart may omit them. The broker occupies Q (clients) and Q-2 (its "fast" port,
-# always opened by the Apache broker); Q+1 is its HA (replication) port. All three must be free.
+# topics that do not exist yet) and the broker answers requests. Ports, --flush and --store-dir
+# given once are remembered in DIR/ports, so a restart may omit them. The broker occupies Q
+# (clients) and Q-2 (its "fast" port, always opened by the Apache broker); Q+1 is its HA
+# (replication) port. All three must be free.
 # Options:
 #   --timeout SECONDS      bound on each wait (default 120)
 #   --broker-heap SIZE     broker -Xms/-Xmx (default 512m)
+#   --namesrv-heap SIZE    name server -Xms/-Xmx (default -Xms128m -Xmx256m)
+#   --flush async|sync     the broker's flushDiskType, ASYNC_FLUSH or SYNC_FLUSH (default async)
+#   --store-dir DIR2       the broker's storePathRootDir (default DIR/store)
 #   --broker-conf-extra F  append the key=value lines of file F to the generated broker.conf
 # Environment: NAMESRV_JAVA_OPTS and BROKER_JAVA_OPTS are appended to the JVM options.
 #
@@ -23,7 +27,7 @@
 #
 # Files in DIR: namesrv.conf, broker.conf, namesrv.pid, broker.pid, ports, logs/{namesrv,broker}.log
 # (the servers' own logging), logs/{namesrv,broker}.out (their stdout/stderr), store/ (the broker's
-# store: commitlog, consumequeue, index, config/*.json), namesrv/ (kvConfig.json).
+# store unless --store-dir: commitlog, consumequeue, index, config/*.json), namesrv/ (kvConfig.json).
 #
 # Needs a JDK 17+ and Maven (the first run downloads the jars). Exit status: 0 ok, 1 failure,
 # 2 usage error.
@@ -56,6 +60,9 @@ namesrv_port=""
 broker_port=""
 timeout=120
 broker_heap="512m"
+namesrv_heap=""
+flush=""
+store_dir=""
 broker_only=false
 conf_extra=""
 while [ "$#" -gt 0 ]; do
@@ -64,6 +71,9 @@ while [ "$#" -gt 0 ]; do
         --broker-port) broker_port="${2:?}"; shift 2 ;;
         --timeout) timeout="${2:?}"; shift 2 ;;
         --broker-heap) broker_heap="${2:?}"; shift 2 ;;
+        --namesrv-heap) namesrv_heap="${2:?}"; shift 2 ;;
+        --flush) flush="${2:?}"; shift 2 ;;
+        --store-dir) store_dir="${2:?}"; shift 2 ;;
         --broker-conf-extra) conf_extra="${2:?}"; shift 2 ;;
         --broker-only) broker_only=true; shift ;;
         *) echo "rocketmq-server: unknown option $1" >&2; usage ;;
@@ -160,15 +170,34 @@ case "$cmd" in
     *) usage ;;
 esac
 
-mkdir -p "$dir/logs" "$dir/store" "$dir/namesrv"
 if [ -f "$dir/ports" ]; then
     # shellcheck disable=SC1091
     . "$dir/ports"
     namesrv_port="${namesrv_port:-$saved_namesrv_port}"
     broker_port="${broker_port:-$saved_broker_port}"
+    flush="${flush:-${saved_flush:-}}"
+    store_dir="${store_dir:-${saved_store_dir:-}}"
 fi
 [ -n "$namesrv_port" ] && [ -n "$broker_port" ] || die "start needs --namesrv-port and --broker-port"
-printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\n' "$namesrv_port" "$broker_port" >"$dir/ports"
+flush="${flush:-async}"
+case "$flush" in
+    async) flush_disk_type=ASYNC_FLUSH ;;
+    sync) flush_disk_type=SYNC_FLUSH ;;
+    *) echo "rocketmq-server: --flush must be async or sync" >&2; usage ;;
+esac
+store_dir="${store_dir:-$dir/store}"
+case "$store_dir" in
+    /*) ;;
+    *) store_dir="$PWD/$store_dir" ;;
+esac
+if [ -n "$namesrv_heap" ]; then
+    namesrv_heap_opts=(-Xms"$namesrv_heap" -Xmx"$namesrv_heap")
+else
+    namesrv_heap_opts=(-Xms128m -Xmx256m)
+fi
+mkdir -p "$dir/logs" "$store_dir" "$dir/namesrv"
+printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\nsaved_flush=%s\nsaved_store_dir=%q\n' \
+    "$namesrv_port" "$broker_port" "$flush" "$store_dir" >"$dir/ports"
 namesrv_addr="127.0.0.1:$namesrv_port"
 broker_addr="127.0.0.1:$broker_port"
 
@@ -206,7 +235,7 @@ rocketmqHome=$dir
 kvConfigPath=$dir/namesrv/kvConfig.json
 EOF
     # shellcheck disable=SC2086
-    nohup java -server -Xms128m -Xmx256m -XX:+UseSerialGC "${common_opts[@]}" \
+    nohup java -server "${namesrv_heap_opts[@]}" -XX:+UseSerialGC "${common_opts[@]}" \
         -Drocketmq.server.log.file="$dir/logs/namesrv.log" ${NAMESRV_JAVA_OPTS:-} \
         -cp "$classpath" "$NAMESRV_MAIN" -c "$dir/namesrv.conf" \
         </dev/null >>"$dir/logs/namesrv.out" 2>&1 &
@@ -231,7 +260,7 @@ brokerClusterName=DefaultCluster
 brokerName=broker-a
 brokerId=0
 brokerRole=ASYNC_MASTER
-flushDiskType=ASYNC_FLUSH
+flushDiskType=$flush_disk_type
 namesrvAddr=$namesrv_addr
 # Advertised to clients (brokerIP1) and as the HA address (brokerIP2); bindAddress keeps the
 # client ports (listenPort and listenPort-2) on loopback, and LoopbackHAService does the same for
@@ -242,7 +271,7 @@ bindAddress=127.0.0.1
 listenPort=$broker_port
 haListenPort=$((broker_port + 1))
 rocketmqHome=$dir
-storePathRootDir=$dir/store
+storePathRootDir=$store_dir
 autoCreateTopicEnable=true
 autoCreateSubscriptionGroup=true
 EOF
