@@ -124,9 +124,9 @@ impl Broker {
         let oneway = h.is_oneway();
         let out = match h.code {
             rq::SEND_MESSAGE | rq::SEND_MESSAGE_V2 | rq::SEND_BATCH_MESSAGE => {
-                return self.send_message(conn, channel, &frame);
+                return self.send_message(conn, channel, frame);
             }
-            rq::PULL_MESSAGE | rq::LITE_PULL_MESSAGE => return self.pull_message(channel, &frame, true),
+            rq::PULL_MESSAGE | rq::LITE_PULL_MESSAGE => return self.pull_message(channel, frame, true),
             rq::QUERY_CONSUMER_OFFSET => self.query_consumer_offset(&frame),
             rq::UPDATE_CONSUMER_OFFSET => self.update_consumer_offset(&frame),
             rq::GET_MAX_OFFSET => self.get_max_offset(&frame),

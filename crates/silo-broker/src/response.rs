@@ -2,7 +2,7 @@
 
 use silo_wire::codes::response;
 use silo_wire::custom::CustomHeader;
-use silo_wire::{LanguageCode, RemotingHeader};
+use silo_wire::{ExtFields, LanguageCode, RemotingHeader};
 
 use crate::connection::{Body, Outgoing};
 
@@ -24,6 +24,16 @@ pub fn error(opaque: i32, code: i32, remark: impl Into<String>) -> Outgoing {
 pub fn with_header(opaque: i32, code: i32, h: &impl CustomHeader) -> Outgoing {
     let mut out = reply(opaque, code, None);
     h.write_ext_fields(&mut out.header.ext_fields);
+    out
+}
+
+/// Like [`with_header`], writing the fields into `ext` (cleared first), such as the request's
+/// own field vector, instead of a new one.
+pub fn with_header_in(opaque: i32, code: i32, h: &impl CustomHeader, mut ext: ExtFields) -> Outgoing {
+    ext.clear();
+    h.write_ext_fields(&mut ext);
+    let mut out = reply(opaque, code, None);
+    out.header.ext_fields = ext;
     out
 }
 

@@ -22,6 +22,20 @@ pub struct TopicsFile {
     pub topic_config_table: BTreeMap<String, TopicConfig>,
 }
 
+/// What the message path needs of a topic's config, read without cloning its texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TopicQueues {
+    pub read_queue_nums: i32,
+    pub write_queue_nums: i32,
+    pub perm: i32,
+}
+
+impl TopicQueues {
+    pub fn of(tc: &TopicConfig) -> Self {
+        Self { read_queue_nums: tc.read_queue_nums, write_queue_nums: tc.write_queue_nums, perm: tc.perm }
+    }
+}
+
 #[derive(Debug)]
 pub struct TopicManager {
     path: PathBuf,
@@ -73,6 +87,11 @@ impl TopicManager {
 
     pub fn get(&self, topic: &str) -> Option<TopicConfig> {
         self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.get(topic).cloned()
+    }
+
+    /// The queue counts and permissions of `topic`, for the send and pull paths.
+    pub fn queues(&self, topic: &str) -> Option<TopicQueues> {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.get(topic).map(TopicQueues::of)
     }
 
     pub fn all(&self) -> TopicsFile {

@@ -122,19 +122,19 @@ impl PullConsumer {
         let hold = long_poll.unwrap_or_default();
         let mut header = RemotingHeader::request(rq::PULL_MESSAGE, 0);
         PullMessageRequestHeader {
-            consumer_group: self.group.clone(),
-            topic: mq.topic.clone(),
+            consumer_group: self.group.as_str().into(),
+            topic: mq.topic.as_str().into(),
             queue_id: mq.queue_id,
             queue_offset: offset,
             max_msg_nums: max,
             sys_flag,
             commit_offset: 0,
             suspend_timeout_millis: i64::try_from(hold.as_millis()).unwrap_or(i64::MAX),
-            subscription: Some(subscription.expression.clone()),
+            subscription: Some(subscription.expression.as_str().into()),
             sub_version: 0,
             expression_type: Some("TAG".into()),
             max_msg_bytes: None,
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.as_str().into()),
         }
         .write_ext_fields(&mut header.ext_fields);
         let conn = self.client.connection(&addr).await?;

@@ -225,20 +225,20 @@ impl Producer {
     fn header(&self, mq: &MessageQueue, code: i32, flag: i32, props: String, batch: bool) -> RemotingHeader {
         let mut header = RemotingHeader::request(code, 0);
         SendMessageRequestHeaderV2 {
-            producer_group: self.config.group.clone(),
-            topic: mq.topic.clone(),
+            producer_group: self.config.group.as_str().into(),
+            topic: mq.topic.as_str().into(),
             default_topic: AUTO_CREATE_TOPIC.into(),
             default_topic_queue_nums: self.config.default_topic_queue_nums,
             queue_id: mq.queue_id,
             sys_flag: 0,
             born_timestamp: now_millis(),
             flag,
-            properties: Some(props),
+            properties: Some(props.into()),
             reconsume_times: Some(0),
             unit_mode: Some(false),
             max_reconsume_times: None,
             batch: Some(batch),
-            broker_name: Some(mq.broker_name.clone()),
+            broker_name: Some(mq.broker_name.as_str().into()),
         }
         .write_ext_fields(&mut header.ext_fields);
         header
@@ -265,7 +265,7 @@ fn send_result(addr: &str, queue: MessageQueue, frame: Frame, msg_id: String) ->
     Ok(SendResult {
         status,
         msg_id,
-        offset_msg_id: h.msg_id,
+        offset_msg_id: h.msg_id.into_string(),
         queue: MessageQueue { queue_id: h.queue_id, ..queue },
         queue_offset: h.queue_offset,
     })

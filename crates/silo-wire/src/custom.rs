@@ -1,7 +1,12 @@
 //! Typed custom headers (spec 2.0-2.10): each request or response header is a struct whose
 //! fields map to `extFields` keys. Required fields are plain types and missing ones are an
 //! error; optional fields are `Option`s and are omitted when `None`, as Java omits nulls.
+//!
+//! The headers of the message path (send, pull) hold their texts as [`ExtStr`]s, so reading
+//! one from a decoded frame and writing one into a response copy no text; the others use
+//! `String`.
 
+use crate::ext_str::ExtStr;
 use crate::header::ExtFields;
 
 /// A custom header field that cannot be read.
@@ -20,6 +25,12 @@ pub trait CustomHeader: Sized {
     /// Reads this header from `ext`; unknown keys are ignored.
     fn read_ext_fields(ext: &ExtFields) -> Result<Self, HeaderError>;
 
+    /// Reads this header from `ext`, moving the texts it keeps out of `ext` (they are left
+    /// empty) rather than copying them.
+    fn take_ext_fields(ext: &mut ExtFields) -> Result<Self, HeaderError> {
+        Self::read_ext_fields(ext)
+    }
+
     fn to_ext_fields(&self) -> ExtFields {
         let mut ext = ExtFields::new();
         self.write_ext_fields(&mut ext);
@@ -29,27 +40,45 @@ pub trait CustomHeader: Sized {
 
 /// A value type a header field can have.
 pub trait ExtValue: Sized {
-    fn parse_ext(s: &str) -> Option<Self>;
-    fn render_ext(&self) -> String;
+    fn parse_ext(s: &ExtStr) -> Option<Self>;
+    fn render_ext(&self) -> ExtStr;
+
+    /// Like `parse_ext`, but a type that keeps the text may move it out of `slot`.
+    fn take_ext(slot: &mut ExtStr) -> Option<Self> {
+        Self::parse_ext(slot)
+    }
 }
 
 impl ExtValue for String {
-    fn parse_ext(s: &str) -> Option<Self> {
-        Some(s.to_owned())
+    fn parse_ext(s: &ExtStr) -> Option<Self> {
+        Some(s.as_str().to_owned())
     }
-    fn render_ext(&self) -> String {
+    fn render_ext(&self) -> ExtStr {
+        ExtStr::from(self.as_str())
+    }
+}
+
+/// Taken without copying: the hot-path headers use it for their texts.
+impl ExtValue for ExtStr {
+    fn parse_ext(s: &ExtStr) -> Option<Self> {
+        Some(s.clone())
+    }
+    fn render_ext(&self) -> ExtStr {
         self.clone()
+    }
+    fn take_ext(slot: &mut ExtStr) -> Option<Self> {
+        Some(std::mem::take(slot))
     }
 }
 
 macro_rules! int_ext_value {
     ($($t:ty),*) => {$(
         impl ExtValue for $t {
-            fn parse_ext(s: &str) -> Option<Self> {
+            fn parse_ext(s: &ExtStr) -> Option<Self> {
                 s.trim().parse().ok()
             }
-            fn render_ext(&self) -> String {
-                self.to_string()
+            fn render_ext(&self) -> ExtStr {
+                ExtStr::format(format_args!("{self}"))
             }
         }
     )*};
@@ -58,42 +87,55 @@ int_ext_value!(i32, i64);
 
 impl ExtValue for bool {
     /// Java's `Boolean.parseBoolean`: "true" in any case is true, anything else false.
-    fn parse_ext(s: &str) -> Option<Self> {
+    fn parse_ext(s: &ExtStr) -> Option<Self> {
         Some(s.eq_ignore_ascii_case("true"))
     }
-    fn render_ext(&self) -> String {
-        self.to_string()
+    fn render_ext(&self) -> ExtStr {
+        ExtStr::from_static(if *self { "true" } else { "false" })
     }
 }
 
 /// How a field is read and written: required (`T`) or optional (`Option<T>`).
 pub trait ExtField: Sized {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError>;
     fn write(&self, key: &'static str, ext: &mut ExtFields);
+}
+
+fn invalid(key: &'static str, raw: &ExtStr) -> HeaderError {
+    HeaderError::Invalid { field: key, value: raw.as_str().to_owned() }
 }
 
 impl<T: ExtValue> ExtField for T {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        let raw = ext.get(key).ok_or(HeaderError::Missing(key))?;
-        T::parse_ext(raw).ok_or_else(|| HeaderError::Invalid { field: key, value: raw.to_owned() })
+        let raw = ext.get_ext(key).ok_or(HeaderError::Missing(key))?;
+        T::parse_ext(raw).ok_or_else(|| invalid(key, raw))
+    }
+    fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        let raw = ext.get_mut_ext(key).ok_or(HeaderError::Missing(key))?;
+        T::take_ext(raw).ok_or_else(|| invalid(key, raw))
     }
     fn write(&self, key: &'static str, ext: &mut ExtFields) {
-        ext.insert(key, self.render_ext());
+        ext.insert(ExtStr::from_static(key), self.render_ext());
     }
 }
 
 impl<T: ExtValue> ExtField for Option<T> {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        match ext.get(key) {
+        match ext.get_ext(key) {
             None => Ok(None),
-            Some(raw) => {
-                T::parse_ext(raw).map(Some).ok_or_else(|| HeaderError::Invalid { field: key, value: raw.to_owned() })
-            }
+            Some(raw) => T::parse_ext(raw).map(Some).ok_or_else(|| invalid(key, raw)),
+        }
+    }
+    fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError> {
+        match ext.get_mut_ext(key) {
+            None => Ok(None),
+            Some(raw) => T::take_ext(raw).map(Some).ok_or_else(|| invalid(key, raw)),
         }
     }
     fn write(&self, key: &'static str, ext: &mut ExtFields) {
         if let Some(v) = self {
-            ext.insert(key, v.render_ext());
+            ext.insert(ExtStr::from_static(key), v.render_ext());
         }
     }
 }
@@ -108,10 +150,14 @@ macro_rules! custom_header {
 
         impl CustomHeader for $name {
             fn write_ext_fields(&self, ext: &mut ExtFields) {
+                ext.reserve([$($key),*].len());
                 $( ExtField::write(&self.$field, $key, ext); )*
             }
             fn read_ext_fields(ext: &ExtFields) -> Result<Self, HeaderError> {
                 Ok(Self { $( $field: ExtField::read(ext, $key)?, )* })
+            }
+            fn take_ext_fields(ext: &mut ExtFields) -> Result<Self, HeaderError> {
+                Ok(Self { $( $field: ExtField::take(ext, $key)?, )* })
             }
         }
     };
@@ -120,40 +166,40 @@ macro_rules! custom_header {
 custom_header! {
     /// SEND_MESSAGE (10) with long field names; sent by the Go client and old Java clients.
     SendMessageRequestHeader {
-        producer_group: String = "producerGroup",
-        topic: String = "topic",
-        default_topic: String = "defaultTopic",
+        producer_group: ExtStr = "producerGroup",
+        topic: ExtStr = "topic",
+        default_topic: ExtStr = "defaultTopic",
         default_topic_queue_nums: i32 = "defaultTopicQueueNums",
         queue_id: i32 = "queueId",
         sys_flag: i32 = "sysFlag",
         born_timestamp: i64 = "bornTimestamp",
         flag: i32 = "flag",
-        properties: Option<String> = "properties",
+        properties: Option<ExtStr> = "properties",
         reconsume_times: Option<i32> = "reconsumeTimes",
         unit_mode: Option<bool> = "unitMode",
         batch: Option<bool> = "batch",
         max_reconsume_times: Option<i32> = "maxReconsumeTimes",
-        broker_name: Option<String> = "bname",
+        broker_name: Option<ExtStr> = "bname",
     }
 }
 
 custom_header! {
     /// SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320): the same fields under short names.
     SendMessageRequestHeaderV2 {
-        producer_group: String = "a",
-        topic: String = "b",
-        default_topic: String = "c",
+        producer_group: ExtStr = "a",
+        topic: ExtStr = "b",
+        default_topic: ExtStr = "c",
         default_topic_queue_nums: i32 = "d",
         queue_id: i32 = "e",
         sys_flag: i32 = "f",
         born_timestamp: i64 = "g",
         flag: i32 = "h",
-        properties: Option<String> = "i",
+        properties: Option<ExtStr> = "i",
         reconsume_times: Option<i32> = "j",
         unit_mode: Option<bool> = "k",
         max_reconsume_times: Option<i32> = "l",
         batch: Option<bool> = "m",
-        broker_name: Option<String> = "n",
+        broker_name: Option<ExtStr> = "n",
     }
 }
 
@@ -211,38 +257,47 @@ impl SendMessageRequestHeader {
             Self::read_ext_fields(ext)
         }
     }
+
+    /// Like [`read_for_code`](Self::read_for_code), moving the texts out of `ext`.
+    pub fn take_for_code(code: i32, ext: &mut ExtFields) -> Result<Self, HeaderError> {
+        if SEND_V2_CODES.contains(&code) {
+            SendMessageRequestHeaderV2::take_ext_fields(ext).map(Self::from)
+        } else {
+            Self::take_ext_fields(ext)
+        }
+    }
 }
 
 custom_header! {
     /// The answer to a send. `MSG_REGION` and `TRACE_ON` must be present: the Java client
     /// reads them unguarded.
     SendMessageResponseHeader {
-        msg_id: String = "msgId",
+        msg_id: ExtStr = "msgId",
         queue_id: i32 = "queueId",
         queue_offset: i64 = "queueOffset",
-        transaction_id: Option<String> = "transactionId",
-        batch_uniq_id: Option<String> = "batchUniqId",
-        msg_region: String = "MSG_REGION",
-        trace_on: String = "TRACE_ON",
+        transaction_id: Option<ExtStr> = "transactionId",
+        batch_uniq_id: Option<ExtStr> = "batchUniqId",
+        msg_region: ExtStr = "MSG_REGION",
+        trace_on: ExtStr = "TRACE_ON",
     }
 }
 
 custom_header! {
     /// PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361).
     PullMessageRequestHeader {
-        consumer_group: String = "consumerGroup",
-        topic: String = "topic",
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
         queue_id: i32 = "queueId",
         queue_offset: i64 = "queueOffset",
         max_msg_nums: i32 = "maxMsgNums",
         sys_flag: i32 = "sysFlag",
         commit_offset: i64 = "commitOffset",
         suspend_timeout_millis: i64 = "suspendTimeoutMillis",
-        subscription: Option<String> = "subscription",
+        subscription: Option<ExtStr> = "subscription",
         sub_version: i64 = "subVersion",
-        expression_type: Option<String> = "expressionType",
+        expression_type: Option<ExtStr> = "expressionType",
         max_msg_bytes: Option<i32> = "maxMsgBytes",
-        broker_name: Option<String> = "bname",
+        broker_name: Option<ExtStr> = "bname",
     }
 }
 
@@ -466,5 +521,14 @@ mod tests {
         assert_eq!(v1.batch, Some(true));
         assert_eq!(SendMessageRequestHeaderV2::from(v1.clone()), v2);
         assert_eq!(SendMessageRequestHeader::read_for_code(10, &v1.to_ext_fields()).unwrap(), v1);
+        let mut ext = v2.to_ext_fields();
+        assert_eq!(SendMessageRequestHeader::take_for_code(310, &mut ext).unwrap(), v1);
+        assert_eq!((ext.get("b"), ext.get("i"), ext.get("d")), (Some(""), Some(""), Some("4")));
+        let mut bad = v2.to_ext_fields();
+        bad.insert("e", "one");
+        assert!(matches!(
+            SendMessageRequestHeader::take_for_code(310, &mut bad),
+            Err(HeaderError::Invalid { field: "e", value }) if value == "one"
+        ));
     }
 }

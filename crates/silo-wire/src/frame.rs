@@ -7,7 +7,7 @@
 
 use std::ops::Range;
 
-use bytes::{Buf, BufMut, Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::{DecodeError, DecodeErrorKind, EncodeError};
 use crate::header::{RemotingHeader, SerializeType};
@@ -125,17 +125,18 @@ impl FrameDecoder {
 
     /// Takes the first complete frame off `buf`. `Ok(None)` means more bytes are needed and
     /// `buf` is untouched. On error the stream cannot be resynchronised: close the connection.
+    ///
+    /// Neither the body nor the header's long texts are copied: they share `buf`'s memory.
     pub fn decode(&self, buf: &mut BytesMut) -> Result<Option<Frame>, DecodeError> {
         let layout = match peek_frame(buf, self.max_frame_len)? {
             Peek::NeedMore(_) => return Ok(None),
             Peek::Complete(layout) => layout,
         };
-        let header_bytes = buf.get(layout.header.clone()).unwrap_or_default();
-        let header =
-            RemotingHeader::decode(layout.serialize, header_bytes).map_err(|e| e.rebased(layout.header.start))?;
-        let mut frame = buf.split_to(layout.total_len);
-        frame.advance(layout.body.start);
-        Ok(Some(Frame { serialize: layout.serialize, header, body: frame.freeze() }))
+        // The frame leaves the buffer first, so that the header's long texts can share it.
+        let frame = buf.split_to(layout.total_len).freeze();
+        let header = RemotingHeader::decode_shared(layout.serialize, &frame.slice(layout.header.clone()))
+            .map_err(|e| e.rebased(layout.header.start))?;
+        Ok(Some(Frame { serialize: layout.serialize, header, body: frame.slice(layout.body) }))
     }
 }
 

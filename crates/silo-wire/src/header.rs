@@ -2,12 +2,15 @@
 
 use std::fmt;
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, Visitor};
 
 use crate::error::{DecodeError, EncodeError};
+use crate::ext_str::ExtStr;
 use crate::reader::Reader;
+
+mod fast_json;
 
 /// Flag bit 0: the command is a response.
 pub const FLAG_RESPONSE: i32 = 0x1;
@@ -79,8 +82,11 @@ impl fmt::Debug for LanguageCode {
 
 /// The custom header as transported: string keys to string values. Lookups let the last
 /// occurrence of a key win, as Java's decoding into a map does.
+///
+/// Keys and values are [`ExtStr`]s: a decoded header's texts are inline copies or slices of the
+/// frame, and the keys of typed headers are static, so filling one allocates only its vector.
 #[derive(Clone, Default, PartialEq, Eq)]
-pub struct ExtFields(Vec<(String, String)>);
+pub struct ExtFields(Vec<(ExtStr, ExtStr)>);
 
 impl fmt::Debug for ExtFields {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -95,12 +101,38 @@ impl ExtFields {
     }
 
     #[must_use]
+    pub fn with_capacity(capacity: usize) -> Self {
+        Self(Vec::with_capacity(capacity))
+    }
+
+    /// Makes room for `additional` more fields.
+    pub fn reserve(&mut self, additional: usize) {
+        self.0.reserve(additional);
+    }
+
+    #[must_use]
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.get_ext(key).map(ExtStr::as_str)
+    }
+
+    /// The value of `key` as stored, to be cloned without copying.
+    #[must_use]
+    pub fn get_ext(&self, key: &str) -> Option<&ExtStr> {
+        self.0.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// The value of `key`, to be changed or moved out in place.
+    pub fn get_mut_ext(&mut self, key: &str) -> Option<&mut ExtStr> {
+        self.0.iter_mut().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    /// Removes every field, keeping the room for reuse.
+    pub fn clear(&mut self) {
+        self.0.clear();
     }
 
     /// Sets `key`, replacing an earlier value.
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn insert(&mut self, key: impl Into<ExtStr>, value: impl Into<ExtStr>) {
         let key = key.into();
         let value = value.into();
         match self.0.iter_mut().find(|(k, _)| *k == key) {
@@ -110,8 +142,8 @@ impl ExtFields {
     }
 
     /// Appends without looking for an earlier occurrence (decoders keep wire order).
-    pub fn push(&mut self, key: String, value: String) {
-        self.0.push((key, value));
+    pub fn push(&mut self, key: impl Into<ExtStr>, value: impl Into<ExtStr>) {
+        self.0.push((key.into(), value.into()));
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -129,7 +161,7 @@ impl ExtFields {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+impl<K: Into<ExtStr>, V: Into<ExtStr>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
         let mut ext = Self::new();
         for (k, v) in iter {
@@ -183,11 +215,20 @@ impl RemotingHeader {
         self.flag & FLAG_ONEWAY != 0
     }
 
-    /// Decodes a header of either serialization.
+    /// Decodes a header of either serialization; its texts are copied out of `bytes`.
     pub fn decode(serialize: SerializeType, bytes: &[u8]) -> Result<Self, DecodeError> {
+        Self::decode_in(serialize, bytes, &Bytes::new())
+    }
+
+    /// Decodes a header of either serialization; its long texts share `bytes`' memory.
+    pub fn decode_shared(serialize: SerializeType, bytes: &Bytes) -> Result<Self, DecodeError> {
+        Self::decode_in(serialize, bytes, bytes)
+    }
+
+    fn decode_in(serialize: SerializeType, bytes: &[u8], base: &Bytes) -> Result<Self, DecodeError> {
         match serialize {
-            SerializeType::Json => decode_json(bytes),
-            SerializeType::RocketMq => decode_binary(bytes),
+            SerializeType::Json => decode_json(bytes, base),
+            SerializeType::RocketMq => decode_binary(bytes, base),
         }
     }
 
@@ -346,98 +387,224 @@ impl<'de> Deserialize<'de> for LenientI32 {
     }
 }
 
-/// `extFields`: an object whose values are strings, or numbers/booleans rendered as Java's
-/// `toString` would; null values are dropped.
-struct JsonExtFields(ExtFields);
+/// A JSON string as an [`ExtStr`]: sliced from the input when it has no escapes.
+struct TextSeed<'b>(&'b Bytes);
 
-impl<'de> Deserialize<'de> for JsonExtFields {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Value(Option<String>);
-        impl<'de> Deserialize<'de> for Value {
-            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                struct V;
-                impl Visitor<'_> for V {
-                    type Value = Value;
-                    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                        f.write_str("a string, number, boolean or null")
-                    }
-                    fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
-                        Ok(Value(Some(v.to_owned())))
-                    }
-                    fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
-                        Ok(Value(Some(v)))
-                    }
-                    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
-                        Ok(Value(Some(v.to_string())))
-                    }
-                    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-                        Ok(Value(Some(v.to_string())))
-                    }
-                    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
-                        Ok(Value(Some(v.to_string())))
-                    }
-                    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
-                        Ok(Value(Some(v.to_string())))
-                    }
-                    fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
-                        Ok(Value(None))
-                    }
-                    fn visit_none<E: de::Error>(self) -> Result<Value, E> {
-                        Ok(Value(None))
-                    }
-                }
-                d.deserialize_any(V)
-            }
-        }
-        struct M;
-        impl<'de> Visitor<'de> for M {
-            type Value = JsonExtFields;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("an object of string values, or null")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<JsonExtFields, A::Error> {
-                // JSON gives no count up front; real headers carry at most ~16 fields.
-                let mut ext = ExtFields(Vec::with_capacity(map.size_hint().unwrap_or(16).min(16)));
-                while let Some((key, Value(value))) = map.next_entry::<String, Value>()? {
-                    if let Some(value) = value {
-                        ext.push(key, value);
-                    }
-                }
-                Ok(JsonExtFields(ext))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<JsonExtFields, E> {
-                Ok(JsonExtFields(ExtFields::new()))
-            }
-        }
-        d.deserialize_any(M)
+impl<'de> DeserializeSeed<'de> for TextSeed<'_> {
+    type Value = ExtStr;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ExtStr, D::Error> {
+        d.deserialize_str(self)
     }
 }
 
-#[derive(Deserialize)]
-struct JsonHeader {
-    code: Option<LenientI32>,
-    language: Option<String>,
-    version: Option<LenientI32>,
-    opaque: Option<LenientI32>,
-    flag: Option<LenientI32>,
-    remark: Option<String>,
-    #[serde(rename = "extFields")]
-    ext_fields: Option<JsonExtFields>,
+impl<'de> Visitor<'de> for TextSeed<'_> {
+    type Value = ExtStr;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<ExtStr, E> {
+        Ok(ExtStr::sliced(self.0, v))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<ExtStr, E> {
+        Ok(ExtStr::from(v))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<ExtStr, E> {
+        Ok(ExtStr::from(v))
+    }
 }
 
-fn decode_json(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
-    let raw: JsonHeader = serde_json::from_slice(bytes).map_err(|e| crate::error::json_error(bytes, &e))?;
-    let int = |v: Option<LenientI32>| v.map_or(0, |v| v.0);
-    Ok(RemotingHeader {
-        code: int(raw.code),
-        language: raw.language.as_deref().map_or(LanguageCode::OTHER, LanguageCode::from_name),
-        version: int(raw.version),
-        opaque: int(raw.opaque),
-        flag: int(raw.flag),
-        // Java's binary decoder turns empty strings into null; treat JSON the same way.
-        remark: raw.remark.filter(|r| !r.is_empty()),
-        ext_fields: raw.ext_fields.map(|e| e.0).unwrap_or_default(),
-    })
+/// An `extFields` value: a string, or a number/boolean rendered as Java's `toString` would;
+/// `None` for null, which is dropped.
+struct ValueSeed<'b>(&'b Bytes);
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+    type Value = Option<ExtStr>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<ExtStr>, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValueSeed<'_> {
+    type Value = Option<ExtStr>;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string, number, boolean or null")
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::sliced(self.0, v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::from(v)))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::from(v)))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::format(format_args!("{v}"))))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::format(format_args!("{v}"))))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::format(format_args!("{v}"))))
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(ExtStr::from_static(if v { "true" } else { "false" })))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+}
+
+/// `extFields`: an object of [`ValueSeed`] values, or null.
+struct ExtFieldsSeed<'b>(&'b Bytes);
+
+impl<'de> DeserializeSeed<'de> for ExtFieldsSeed<'_> {
+    type Value = ExtFields;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<ExtFields, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ExtFieldsSeed<'_> {
+    type Value = ExtFields;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an object of string values, or null")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ExtFields, A::Error> {
+        // JSON gives no count up front; real headers carry at most ~16 fields.
+        let mut ext = ExtFields::with_capacity(map.size_hint().unwrap_or(16).min(16));
+        while let Some(key) = map.next_key_seed(TextSeed(self.0))? {
+            if let Some(value) = map.next_value_seed(ValueSeed(self.0))? {
+                ext.push(key, value);
+            }
+        }
+        Ok(ext)
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<ExtFields, E> {
+        Ok(ExtFields::new())
+    }
+}
+
+/// The language name, mapped without keeping the text.
+struct LanguageName(LanguageCode);
+
+impl<'de> Deserialize<'de> for LanguageName {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = LanguageName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<LanguageName, E> {
+                Ok(LanguageName(LanguageCode::from_name(v)))
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// The header's own keys; others are ignored.
+enum JsonKey {
+    Code,
+    Language,
+    Version,
+    Opaque,
+    Flag,
+    Remark,
+    ExtFields,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for JsonKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = JsonKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<JsonKey, E> {
+                Ok(match v {
+                    "code" => JsonKey::Code,
+                    "language" => JsonKey::Language,
+                    "version" => JsonKey::Version,
+                    "opaque" => JsonKey::Opaque,
+                    "flag" => JsonKey::Flag,
+                    "remark" => JsonKey::Remark,
+                    "extFields" => JsonKey::ExtFields,
+                    _ => JsonKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// The whole header. Absent and null fields take their defaults; a field given twice is an
+/// error.
+struct HeaderSeed<'b>(&'b Bytes);
+
+impl<'de> Visitor<'de> for HeaderSeed<'_> {
+    type Value = RemotingHeader;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a remoting command header object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<RemotingHeader, A::Error> {
+        fn once<T, E: de::Error>(slot: &mut Option<T>, value: T, name: &'static str) -> Result<(), E> {
+            if slot.is_some() {
+                return Err(E::duplicate_field(name));
+            }
+            *slot = Some(value);
+            Ok(())
+        }
+        let (mut code, mut language, mut version, mut opaque, mut flag) = (None, None, None, None, None);
+        let (mut remark, mut ext_fields) = (None, None);
+        while let Some(key) = map.next_key::<JsonKey>()? {
+            match key {
+                JsonKey::Code => once(&mut code, map.next_value::<Option<LenientI32>>()?, "code")?,
+                JsonKey::Language => once(&mut language, map.next_value::<Option<LanguageName>>()?, "language")?,
+                JsonKey::Version => once(&mut version, map.next_value::<Option<LenientI32>>()?, "version")?,
+                JsonKey::Opaque => once(&mut opaque, map.next_value::<Option<LenientI32>>()?, "opaque")?,
+                JsonKey::Flag => once(&mut flag, map.next_value::<Option<LenientI32>>()?, "flag")?,
+                JsonKey::Remark => once(&mut remark, map.next_value::<Option<String>>()?, "remark")?,
+                JsonKey::ExtFields => once(&mut ext_fields, map.next_value_seed(ExtFieldsSeed(self.0))?, "extFields")?,
+                JsonKey::Other => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        let int = |v: Option<Option<LenientI32>>| v.flatten().map_or(0, |v| v.0);
+        Ok(RemotingHeader {
+            code: int(code),
+            language: language.flatten().map_or(LanguageCode::OTHER, |l| l.0),
+            version: int(version),
+            opaque: int(opaque),
+            flag: int(flag),
+            // Java's binary decoder turns empty strings into null; treat JSON the same way.
+            remark: remark.flatten().filter(|r| !r.is_empty()),
+            ext_fields: ext_fields.unwrap_or_default(),
+        })
+    }
+}
+
+/// Decodes a JSON header; texts that lie in `base` (the same bytes, or empty) are shared.
+fn decode_json(bytes: &[u8], base: &Bytes) -> Result<RemotingHeader, DecodeError> {
+    match fast_json::decode(bytes, base) {
+        Some(header) => Ok(header),
+        None => decode_json_general(bytes, base),
+    }
+}
+
+/// Decodes any JSON header serde_json accepts.
+fn decode_json_general(bytes: &[u8], base: &Bytes) -> Result<RemotingHeader, DecodeError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    de.deserialize_map(HeaderSeed(base))
+        .and_then(|h| de.end().map(|()| h))
+        .map_err(|e| crate::error::json_error(bytes, &e))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -506,7 +673,8 @@ fn count_binary_entries(mut ext: &[u8]) -> usize {
     n
 }
 
-fn decode_binary(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
+/// Decodes a binary header; texts that lie in `base` (the same bytes, or empty) are shared.
+fn decode_binary(bytes: &[u8], base: &Bytes) -> Result<RemotingHeader, DecodeError> {
     let mut r = Reader::new(bytes);
     let code = i32::from(r.i16("code")?);
     let language = LanguageCode(r.u8("language")?);
@@ -517,7 +685,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
     let remark = r.str(remark_len, "remark")?;
     let ext_len = r.len_i32("extFields length")?;
     let ext_bytes = r.bytes(ext_len, "extFields")?;
-    let mut ext_fields = ExtFields(Vec::with_capacity(count_binary_entries(ext_bytes)));
+    let mut ext_fields = ExtFields::with_capacity(count_binary_entries(ext_bytes));
     let mut e = Reader::with_base(ext_bytes, r.offset().saturating_sub(ext_len));
     while e.remaining() > 0 {
         let key_len = e.len_i16("extFields key length")?;
@@ -526,7 +694,7 @@ fn decode_binary(bytes: &[u8]) -> Result<RemotingHeader, DecodeError> {
         let value = e.str(value_len, "extFields value")?;
         // Java reads zero-length strings as null, which a map lookup cannot tell from absent.
         if !key.is_empty() && !value.is_empty() {
-            ext_fields.push(key.to_owned(), value.to_owned());
+            ext_fields.push(ExtStr::sliced(base, key), ExtStr::sliced(base, value));
         }
     }
     Ok(RemotingHeader {

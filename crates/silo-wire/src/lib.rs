@@ -10,6 +10,7 @@
 //! | [`frame`] | remoting frames: length prefix, header word, header, body |
 //! | [`header`] | the command header, JSON and ROCKETMQ binary |
 //! | [`custom`] | typed custom headers carried in `extFields` |
+//! | [`ext_str`] | the string type of header fields, shared with the frame |
 //! | [`body`] | JSON bodies (heartbeat, route data, broker registration) |
 //! | [`batch`] | the client batch encoding of `SEND_BATCH_MESSAGE` |
 //! | [`record`] | the stored message record of the commit log and pull bodies |
@@ -24,6 +25,7 @@ pub mod checksum;
 pub mod codes;
 pub mod custom;
 pub mod error;
+pub mod ext_str;
 pub mod frame;
 pub mod header;
 pub mod msgid;
@@ -33,6 +35,7 @@ pub mod record;
 
 pub use batch::{OutgoingMessage, OutgoingProperties, decode_batch, encode_batch, encode_batch_into};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};
+pub use ext_str::ExtStr;
 pub use frame::{Frame, FrameDecoder, decode_frame, encode_frame, encode_frame_head};
 pub use header::{ExtFields, LanguageCode, RemotingHeader, SerializeType};
 pub use properties::PropertiesView;

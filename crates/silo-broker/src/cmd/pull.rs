@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use silo_store::{GetStatus, TagFilter};
-use silo_wire::Frame;
 use silo_wire::checksum::java_string_hash;
 use silo_wire::codes::response as rs;
 use silo_wire::custom::{PullMessageRequestHeader, PullMessageResponseHeader, pull_sys_flag};
+use silo_wire::{ExtFields, ExtStr, Frame};
 
 use crate::broker::Broker;
 use crate::connection::{Body, Channel, Outgoing};
 use crate::response;
-use crate::topics::PERM_READ;
+use crate::topics::{PERM_READ, TopicQueues};
 
 /// Most bytes a pull returns (the Java broker's in-memory cap).
 const MAX_PULL_BYTES: usize = 256 * 1024;
@@ -37,15 +37,27 @@ pub fn parse_tags(expression: &str) -> Option<Vec<i64>> {
     )
 }
 
+/// The header with its texts copied out of the request frame.
+fn detached(h: PullMessageRequestHeader) -> PullMessageRequestHeader {
+    PullMessageRequestHeader {
+        consumer_group: h.consumer_group.detached(),
+        topic: h.topic.detached(),
+        subscription: h.subscription.as_ref().map(ExtStr::detached),
+        expression_type: h.expression_type.as_ref().map(ExtStr::detached),
+        broker_name: h.broker_name.as_ref().map(ExtStr::detached),
+        ..h
+    }
+}
+
 impl Broker {
     pub(crate) fn pull_message(
         self: &Arc<Self>,
         channel: &Channel,
-        frame: &Frame,
+        frame: Frame,
         allow_suspend: bool,
     ) -> Option<Outgoing> {
         let opaque = frame.header.opaque;
-        let h: PullMessageRequestHeader = match super::header(frame) {
+        let h: PullMessageRequestHeader = match super::header(&frame) {
             Ok(h) => h,
             Err(out) => return Some(out),
         };
@@ -56,7 +68,8 @@ impl Broker {
         if allow_suspend && h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 {
             self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
-        let out = self.read_queue(opaque, &h, codes.as_deref());
+        // The response's fields go into the request's field vector.
+        let out = self.read_queue(opaque, &h, codes.as_deref(), frame.header.ext_fields);
         let suspend = allow_suspend
             && h.sys_flag & pull_sys_flag::SUSPEND != 0
             && self.config.long_polling_enable
@@ -64,7 +77,9 @@ impl Broker {
         if !suspend {
             return Some(out);
         }
-        // Park: answer when a message arrives in this queue or the hold time is over.
+        // Park: answer when a message arrives in this queue or the hold time is over. The
+        // parked header must not keep the connection's read buffer alive.
+        let h = detached(h);
         let broker = Arc::clone(self);
         let channel = channel.clone();
         let hold = Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(15_000).min(30_000));
@@ -72,17 +87,14 @@ impl Broker {
             broker.store.wait_for_message(&h.topic, h.queue_id, h.queue_offset, hold).await;
             // Re-run without suspension: FOUND, or PULL_NOT_FOUND after the hold time (a message
             // the tag filter rejects comes back as PULL_RETRY_IMMEDIATELY, past it).
-            channel.send(broker.read_queue(opaque, &h, codes.as_deref()));
+            channel.send(broker.read_queue(opaque, &h, codes.as_deref(), ExtFields::new()));
         });
         None
     }
 
     fn pull_filter(&self, opaque: i32, h: &PullMessageRequestHeader) -> Result<Option<Vec<i64>>, Outgoing> {
-        let Some(tc) = self
-            .topics
-            .get(&h.topic)
-            .or_else(|| silo_store::names::is_lmq(&h.topic).then(|| crate::topics::topic_config(&h.topic, 1, 1, 6)))
-        else {
+        let lmq = || TopicQueues { read_queue_nums: 1, write_queue_nums: 1, perm: 6 };
+        let Some(tc) = self.topics.queues(&h.topic).or_else(|| silo_store::names::is_lmq(&h.topic).then(lmq)) else {
             return Err(response::error(
                 opaque,
                 rs::TOPIC_NOT_EXIST,
@@ -140,7 +152,7 @@ impl Broker {
     }
 
     /// One read of the queue, mapped to a pull response (the status table of spec 2.3).
-    fn read_queue(&self, opaque: i32, h: &PullMessageRequestHeader, codes: Option<&[i64]>) -> Outgoing {
+    fn read_queue(&self, opaque: i32, h: &PullMessageRequestHeader, codes: Option<&[i64]>, ext: ExtFields) -> Outgoing {
         let filter = codes.map_or(TagFilter::All, TagFilter::Codes);
         let max = usize::try_from(h.max_msg_nums).unwrap_or(32).clamp(1, 1024);
         let max_bytes =
@@ -169,7 +181,7 @@ impl Broker {
             max_offset: r.max_offset,
             ..Default::default()
         };
-        let mut out = response::with_header(opaque, code, &header);
+        let mut out = response::with_header_in(opaque, code, &header, ext);
         out.header.remark = Some(format!("{:?}", r.status));
         if code == rs::SUCCESS {
             self.stats.get_messages.fetch_add(r.messages.len() as u64, std::sync::atomic::Ordering::Relaxed);

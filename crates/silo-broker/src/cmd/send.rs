@@ -10,17 +10,17 @@ use std::time::Duration;
 
 use silo_store::names::{DLQ_PREFIX, RETRY_PREFIX, is_valid_topic};
 use silo_store::{MessageToStore, StoreError};
-use silo_wire::Frame;
 use silo_wire::codes::response as rs;
 use silo_wire::custom::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader};
 use silo_wire::msgid::offset_msg_id;
 use silo_wire::properties::{PropertiesView, keys};
 use silo_wire::record::{Decoded, decode_record};
+use silo_wire::{ExtStr, Frame};
 
 use crate::broker::{Broker, ConnState};
 use crate::connection::{Channel, Outgoing};
 use crate::response;
-use crate::topics::{PERM_WRITE, SCHEDULE_TOPIC};
+use crate::topics::{PERM_WRITE, SCHEDULE_TOPIC, TopicQueues};
 use crate::try_reply;
 
 /// Longest user topic (retry and DLQ topics may be longer, up to 255).
@@ -66,7 +66,7 @@ impl Broker {
         self: &Arc<Self>,
         conn: &mut ConnState,
         channel: &Channel,
-        frame: &Frame,
+        frame: Frame,
     ) -> Option<Outgoing> {
         let oneway = frame.header.is_oneway();
         let out = self.send_message_inner(conn, channel, frame);
@@ -90,9 +90,12 @@ impl Broker {
         }
     }
 
-    fn send_message_inner(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: &Frame) -> SendOutcome {
+    fn send_message_inner(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> SendOutcome {
         let opaque = frame.header.opaque;
-        let h = match SendMessageRequestHeader::read_for_code(frame.header.code, &frame.header.ext_fields) {
+        // The header's texts are moved out of the request, and its field vector is reused for
+        // the response.
+        let mut ext = frame.header.ext_fields;
+        let h = match SendMessageRequestHeader::take_for_code(frame.header.code, &mut ext) {
             Ok(h) => h,
             Err(e) => {
                 return SendOutcome::Reply(response::error(
@@ -108,12 +111,14 @@ impl Broker {
         let mut topic = h.topic.clone();
         let is_retry = topic.starts_with(RETRY_PREFIX);
         // Topic config, auto-created from the default topic or as a retry topic.
-        let tc = if is_retry {
-            self.topics.ensure_system(&topic, 1).map(Some)
-        } else if self.config.auto_create_topic_enable {
-            self.topics.create_from_default(&topic, &h.default_topic, h.default_topic_queue_nums)
-        } else {
-            Ok(self.topics.get(&topic))
+        let tc = match self.topics.queues(&topic) {
+            Some(queues) => Ok(Some(queues)),
+            None if is_retry => self.topics.ensure_system(&topic, 1).map(|tc| Some(TopicQueues::of(&tc))),
+            None if self.config.auto_create_topic_enable => self
+                .topics
+                .create_from_default(&topic, &h.default_topic, h.default_topic_queue_nums)
+                .map(|tc| tc.as_ref().map(TopicQueues::of)),
+            None => Ok(None),
         };
         let tc = match tc {
             Ok(Some(tc)) => tc,
@@ -151,7 +156,7 @@ impl Broker {
             let max = h.max_reconsume_times.unwrap_or(16);
             if reconsume > max {
                 let group = topic.trim_start_matches(RETRY_PREFIX).to_owned();
-                topic = format!("{DLQ_PREFIX}{group}");
+                topic = ExtStr::from(format!("{DLQ_PREFIX}{group}"));
                 if let Err(e) = self.topics.ensure_system(&topic, 1) {
                     return SendOutcome::Reply(store_error(opaque, &e));
                 }
@@ -210,7 +215,7 @@ impl Broker {
             let uniq_missing = view.get(keys::UNIQ_KEY).is_none();
             let generated;
             let add_uniq = if uniq_missing {
-                generated = offset_msg_id(born_host, h.born_timestamp ^ self.store.commit_log_range().1).to_string();
+                generated = offset_msg_id(born_host, h.born_timestamp ^ self.store.commit_log_range().1);
                 Some(generated.as_str())
             } else {
                 None
@@ -224,12 +229,12 @@ impl Broker {
                     let level = level.min(18);
                     let _ =
                         write!(props, "{}\u{1}{topic}\u{2}{}\u{1}{queue_id}\u{2}", keys::REAL_TOPIC, keys::REAL_QID);
-                    (SCHEDULE_TOPIC.to_owned(), (level - 1) as i32)
+                    (SCHEDULE_TOPIC, (level - 1) as i32)
                 }
-                None => (topic.clone(), queue_id),
+                None => (topic.as_str(), queue_id),
             };
             let msg = MessageToStore {
-                topic: &store_topic,
+                topic: store_topic,
                 queue_id: store_queue,
                 flag: h.flag,
                 sys_flag: h.sys_flag,
@@ -251,14 +256,15 @@ impl Broker {
         self.stats.put_messages.fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
         let store_host = self.config.broker_addr();
         let msg_id = if batch {
-            conn.appender
-                .batch_records()
-                .iter()
-                .map(|(phys, _)| offset_msg_id(store_host, *phys).to_string())
-                .collect::<Vec<_>>()
-                .join(",")
+            let records = conn.appender.batch_records();
+            let mut ids = String::with_capacity(records.len() * 33);
+            for (i, (phys, _)) in records.iter().enumerate() {
+                let sep = if i == 0 { "" } else { "," };
+                let _ = write!(ids, "{sep}{}", offset_msg_id(store_host, *phys));
+            }
+            ExtStr::from(ids)
         } else {
-            offset_msg_id(store_host, result.physical_offset).to_string()
+            ExtStr::from(offset_msg_id(store_host, result.physical_offset).as_str())
         };
         let header = SendMessageResponseHeader {
             msg_id,
@@ -266,10 +272,10 @@ impl Broker {
             queue_offset: result.queue_offset,
             transaction_id: None,
             batch_uniq_id: None,
-            msg_region: self.config.region_id.clone(),
-            trace_on: self.config.trace_on.to_string(),
+            msg_region: ExtStr::from(self.config.region_id.as_str()),
+            trace_on: ExtStr::from_static(if self.config.trace_on { "true" } else { "false" }),
         };
-        let reply = response::with_header(opaque, rs::SUCCESS, &header);
+        let reply = response::with_header_in(opaque, rs::SUCCESS, &header, ext);
         let wait = view.get(keys::WAIT).is_none_or(|w| w != "false");
         if self.store.flush_mode().is_sync() && wait {
             SendOutcome::AfterFlush { end: result.end_offset, reply }
