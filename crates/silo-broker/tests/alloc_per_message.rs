@@ -1,0 +1,203 @@
+//! Heap allocations per message through the whole broker, counted by a global allocator: a
+//! single SEND_MESSAGE_V2 with a JSON header as the Java client writes it (properties full of
+//! `\u0001` escapes), and a pull of what was sent. A regression in the header codec or the
+//! handlers (a field copied, a response header built from new strings) fails these bounds.
+//!
+//! The client side allocates nothing while counting: requests are encoded beforehand and
+//! responses are read as raw bytes into a buffer reserved beforehand, then checked.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use silo_broker::server::{Role, serve};
+use silo_broker::{Broker, BrokerConfig};
+use silo_wire::codes::{request as rq, response as rs};
+use silo_wire::custom::{CustomHeader, PullMessageRequestHeader, SendMessageRequestHeaderV2, pull_sys_flag};
+use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::{LanguageCode, RemotingHeader, SerializeType};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+struct Counting;
+
+/// Allocations of every thread: the broker's work is spread over the runtime's workers.
+static ALLOCS: AtomicU64 = AtomicU64::new(0);
+
+// SAFETY: forwards to the system allocator; only counts.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: same contract as the caller's.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: same contract as the caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const TOPIC: &str = "AllocTopic";
+const MEASURED: usize = 2000;
+
+fn request(code: i32, opaque: i32, h: &impl CustomHeader, body: &[u8], out: &mut Vec<u8>) {
+    let mut header = RemotingHeader::request(code, opaque);
+    header.language = LanguageCode::JAVA;
+    header.version = 479;
+    h.write_ext_fields(&mut header.ext_fields);
+    encode_frame(&header, SerializeType::Json, body, out).unwrap();
+}
+
+fn send_requests(first_opaque: i32, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let opaque = first_opaque + i as i32;
+        let props = format!(
+            "TAGS\u{1}TagA\u{2}KEYS\u{1}key-{opaque}\u{2}WAIT\u{1}true\u{2}UNIQ_KEY\u{1}7F000001000018B4AAC2{opaque:012X}\u{2}"
+        );
+        let h = SendMessageRequestHeaderV2 {
+            producer_group: "alloc-producer".into(),
+            topic: TOPIC.into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id: (opaque % 4).abs(),
+            sys_flag: 0,
+            born_timestamp: 1_700_000_000_000 + i64::from(opaque),
+            flag: 0,
+            properties: Some(props.into()),
+            reconsume_times: Some(0),
+            unit_mode: Some(false),
+            batch: Some(false),
+            broker_name: Some("broker-a".into()),
+            ..Default::default()
+        };
+        request(rq::SEND_MESSAGE_V2, opaque, &h, &[7u8; 128], &mut out);
+    }
+    out
+}
+
+fn pull_requests(first_opaque: i32, n: usize, per_pull: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let h = PullMessageRequestHeader {
+            consumer_group: "alloc-consumer".into(),
+            topic: TOPIC.into(),
+            queue_id: 0,
+            queue_offset: (i * per_pull) as i64,
+            max_msg_nums: per_pull as i32,
+            sys_flag: pull_sys_flag::SUBSCRIPTION,
+            commit_offset: 0,
+            suspend_timeout_millis: 1_000,
+            subscription: Some("*".into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            broker_name: Some("broker-a".into()),
+            ..Default::default()
+        };
+        request(rq::PULL_MESSAGE, first_opaque + i as i32, &h, &[], &mut out);
+    }
+    out
+}
+
+/// Writes `requests` (`n` frames) while reading their `n` responses into `responses`, which
+/// must have room for them all; returns the number of allocations meanwhile, in the whole
+/// process.
+async fn exchange(stream: &mut TcpStream, requests: &[u8], n: usize, responses: &mut Vec<u8>) -> u64 {
+    responses.clear();
+    let (mut rd, mut wr) = stream.split();
+    let before = ALLOCS.load(Ordering::Relaxed);
+    let write = async {
+        wr.write_all(requests).await.unwrap();
+    };
+    let read = async {
+        let mut frames = 0;
+        let mut parsed = 0;
+        while frames < n {
+            let room = responses.capacity() - responses.len();
+            assert!(room > 0, "response buffer too small");
+            let got = tokio::time::timeout(Duration::from_secs(30), rd.read_buf(responses)).await.unwrap().unwrap();
+            assert!(got > 0, "connection closed");
+            while let Some(len) = responses.get(parsed..parsed + 4) {
+                let total = 4 + u32::from_be_bytes(len.try_into().unwrap()) as usize;
+                if responses.len() < parsed + total {
+                    break;
+                }
+                parsed += total;
+                frames += 1;
+            }
+        }
+    };
+    tokio::join!(write, read);
+    ALLOCS.load(Ordering::Relaxed) - before
+}
+
+/// Decodes the responses and checks each is `code`, with `check` on it.
+fn check_responses(bytes: &[u8], n: usize, code: i32, mut check: impl FnMut(&silo_wire::Frame)) {
+    let mut buf = BytesMut::from(bytes);
+    let decoder = FrameDecoder::default();
+    for _ in 0..n {
+        let frame = decoder.decode(&mut buf).unwrap().expect("a whole response");
+        assert_eq!(frame.header.code, code, "remark: {:?}", frame.header.remark);
+        check(&frame);
+    }
+    assert!(buf.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_and_pulls_allocate_little_per_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config =
+        BrokerConfig { store_path_root_dir: dir.path().to_owned(), listen_port: addr.port(), ..Default::default() };
+    let broker = Broker::open(config, None).unwrap();
+    let (_shutdown, rx) = tokio::sync::watch::channel(false);
+    tokio::spawn(serve(listener, Role::Broker(broker.clone()), Duration::from_secs(120), rx));
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut responses = Vec::with_capacity(4 << 20);
+
+    // Warm up: the first send creates the topic, the queues and the connection's buffers.
+    let warm = 200;
+    exchange(&mut stream, &send_requests(1, warm), warm, &mut responses).await;
+    check_responses(&responses, warm, rs::SUCCESS, |_| {});
+
+    let sends = send_requests(1 + warm as i32, MEASURED);
+    let allocs = exchange(&mut stream, &sends, MEASURED, &mut responses).await;
+    check_responses(&responses, MEASURED, rs::SUCCESS, |f| {
+        assert_eq!(f.header.ext_fields.get("msgId").map(str::len), Some(32));
+        assert_eq!(f.header.ext_fields.get("MSG_REGION"), Some("DefaultRegion"));
+    });
+    let per_send = allocs as f64 / MEASURED as f64;
+    // 56 before the header codec shared its texts with the frame; now the request's field
+    // vector and the unescaped properties string.
+    assert!(per_send <= 3.0, "{per_send} allocations per single send");
+
+    // Pull back queue 0's messages, 32 at a time (each pull returns a full batch).
+    let per_pull = 32;
+    let pulls = (warm + MEASURED) / 4 / per_pull;
+    // The consume queue is built in the background: wait until it holds what will be pulled.
+    let last = (pulls * per_pull) as i64 - 1;
+    assert!(broker.store.wait_for_message(TOPIC, 0, last, Duration::from_secs(20)).await, "queue 0 not dispatched");
+    let requests = pull_requests(100_000, pulls, per_pull);
+    let allocs = exchange(&mut stream, &requests, pulls, &mut responses).await;
+    let mut next = 0;
+    check_responses(&responses, pulls, rs::SUCCESS, |f| {
+        next += per_pull;
+        assert_eq!(f.header.ext_fields.get("nextBeginOffset"), Some(next.to_string().as_str()));
+        assert!(!f.body.is_empty());
+    });
+    let per_message = allocs as f64 / (pulls * per_pull) as f64;
+    assert!(per_message <= 0.5, "{per_message} allocations per pulled message");
+    eprintln!("allocations: {per_send:.2} per single send, {per_message:.3} per pulled message");
+}
