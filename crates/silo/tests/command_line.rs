@@ -121,12 +121,12 @@ fn produce_then_consume_prints_every_message_once_per_group() {
     assert_eq!(third[0]["body"], "three");
 
     // A tag filter, and a count limit.
-    let tagged = json_lines(&silo(&s, &["consume", "-t", "CliTopic", "--from", "first", "--tags", "TagA", "--json"], ""));
+    let tagged =
+        json_lines(&silo(&s, &["consume", "-t", "CliTopic", "--from", "first", "--tags", "TagA", "--json"], ""));
     assert_eq!(tagged.len(), 2);
     let two = json_lines(&silo(&s, &["consume", "-t", "CliTopic", "--from", "first", "--count", "2", "--json"], ""));
     assert_eq!(two.len(), 2);
 }
-
 
 #[test]
 fn admin_manages_topics_and_finds_messages() {
