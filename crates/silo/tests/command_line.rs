@@ -214,3 +214,57 @@ fn bench_workloads_run_and_report() {
     assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
 }
+
+/// `consume --follow` prints messages as they arrive, commits the group's offsets as it goes,
+/// and stops cleanly on Ctrl-C (SIGINT), leaving the group with no lag.
+#[test]
+fn consume_follow_prints_new_messages_and_commits_on_interrupt() {
+    use std::io::{BufRead, BufReader};
+    let s = start();
+    silo(&s, &["admin", "topic", "create", "Follow", "-q", "2"], "");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["consume", "-t", "Follow", "-g", "follow-g", "--follow", "--json"])
+        .env("NAMESRV_ADDR", &s.namesrv)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            if tx.send(line.unwrap()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // Messages sent after the consumer started reach it while it waits.
+    let mut sent = 0;
+    while got.len() < 3 {
+        assert!(Instant::now() < deadline, "follow mode printed {} of 3 messages", got.len());
+        if sent < 3 {
+            silo(&s, &["produce", "-t", "Follow", &format!("live-{sent}")], "");
+            sent += 1;
+        }
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(200)) {
+            got.push(serde_json::from_str::<Value>(&line).unwrap()["body"].as_str().unwrap().to_owned());
+        }
+    }
+    got.sort();
+    assert_eq!(got, ["live-0", "live-1", "live-2"]);
+    // Ctrl-C: the consumer stops cleanly, its offsets committed.
+    Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "consume --follow did not stop on SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let progress: Value = serde_json::from_str(&silo(&s, &["admin", "--json", "group", "follow-g"], "")).unwrap();
+    assert_eq!(progress["lag"], 0, "{progress}");
+}
