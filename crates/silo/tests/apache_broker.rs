@@ -8,24 +8,11 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::free_port;
+use common::ApacheServers;
 use serde_json::Value;
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
-}
-
-/// Stops the Java servers however the test ends.
-struct JavaServers(PathBuf);
-impl Drop for JavaServers {
-    fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.0).status();
-    }
-}
 
 /// Runs `silo ARGS` against the name server; (success, stdout, stderr).
 fn silo(namesrv: &str, args: &[&str]) -> (bool, String, String) {
@@ -64,18 +51,9 @@ fn until(namesrv: &str, args: &[&str], what: &str, done: impl Fn(&str) -> bool) 
 #[test]
 fn silo_client_commands_work_against_apache_rocketmq() {
     let dir = tempfile::tempdir().unwrap();
-    let java = dir.path().join("java");
-    let (ns_port, broker_port) = (free_port(), free_port());
-    let status = Command::new("bash")
-        .arg(script())
-        .args(["start", java.to_str().unwrap(), "--namesrv-port", &ns_port.to_string()])
-        .args(["--broker-port", &broker_port.to_string()])
-        .status()
-        .expect("start Apache RocketMQ (needs Java and Maven)");
-    let _servers = JavaServers(java);
-    assert!(status.success(), "Apache RocketMQ did not start");
-    let ns = format!("127.0.0.1:{ns_port}");
-    let broker = format!("127.0.0.1:{broker_port}");
+    let servers = ApacheServers::start(&dir.path().join("java"));
+    let ns = format!("127.0.0.1:{}", servers.namesrv_port);
+    let broker = format!("127.0.0.1:{}", servers.broker_port);
 
     let cluster = ok(&ns, &["admin", "cluster"]);
     assert!(cluster.contains("master") && cluster.contains(&broker), "{cluster}");

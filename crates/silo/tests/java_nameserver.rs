@@ -6,43 +6,23 @@
 mod common;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{Killed, call, free_port};
+use common::{ApacheServers, Killed, apache_script, call, free_port};
 use silo_wire::body::{TopicRouteData, decode_json_body};
 use silo_wire::codes::{request as rq, response as rs};
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
-}
-
-/// Stops the Java servers however the test ends.
-struct JavaServers(PathBuf);
-impl Drop for JavaServers {
-    fn drop(&mut self) {
-        let _ = Command::new("bash").arg(script()).arg("stop").arg(&self.0).status();
-    }
-}
 
 #[test]
 fn a_silo_broker_registers_with_the_java_name_server() {
     let dir = tempfile::tempdir().unwrap();
     let java = dir.path().join("java");
-    let (ns_port, java_broker_port) = (free_port(), free_port());
-    let status = Command::new("bash")
-        .arg(script())
-        .args(["start", java.to_str().unwrap(), "--namesrv-port", &ns_port.to_string()])
-        .args(["--broker-port", &java_broker_port.to_string()])
-        .status()
-        .expect("start Apache RocketMQ (needs Java and Maven)");
-    let _servers = JavaServers(java.clone());
-    assert!(status.success(), "Apache RocketMQ did not start");
+    let servers = ApacheServers::start(&java);
+    let ns_port = servers.namesrv_port;
     // Keep only the Java name server.
     assert!(
         Command::new("bash")
-            .arg(script())
+            .arg(apache_script())
             .args(["stop", java.to_str().unwrap(), "--broker-only"])
             .status()
             .unwrap()

@@ -4,7 +4,8 @@
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Child;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -42,5 +43,41 @@ pub fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
         let n = s.read(&mut chunk).unwrap();
         assert!(n > 0, "connection closed");
         buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// `interop/java-client/rocketmq-server.sh`: Apache RocketMQ 5.3.3's own name server and broker.
+pub fn apache_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
+}
+
+/// Apache RocketMQ's name server and broker, running from a directory; stopped however the test
+/// ends.
+pub struct ApacheServers {
+    pub dir: PathBuf,
+    pub namesrv_port: u16,
+    pub broker_port: u16,
+}
+
+impl ApacheServers {
+    /// Starts both on free loopback ports, with every file they write under `dir`, and waits
+    /// until the broker is registered and answering.
+    pub fn start(dir: &Path) -> Self {
+        let (namesrv_port, broker_port) = (free_port(), free_port());
+        let status = Command::new("bash")
+            .arg(apache_script())
+            .args(["start", dir.to_str().unwrap(), "--namesrv-port", &namesrv_port.to_string()])
+            .args(["--broker-port", &broker_port.to_string()])
+            .status()
+            .expect("start Apache RocketMQ (needs Java and Maven)");
+        let servers = Self { dir: dir.to_owned(), namesrv_port, broker_port };
+        assert!(status.success(), "Apache RocketMQ did not start");
+        servers
+    }
+}
+
+impl Drop for ApacheServers {
+    fn drop(&mut self) {
+        let _ = Command::new("bash").arg(apache_script()).arg("stop").arg(&self.dir).status();
     }
 }
