@@ -33,4 +33,4 @@ pub use client::{Client, ClientConfig, TopicRoute};
 pub use consumer::{PullConsumer, PullResult, PullStatus, Subscription};
 pub use error::ClientError;
 pub use message::{Message, MessageQueue, ReceivedMessage};
-pub use producer::{Producer, ProducerConfig, SendResult, SendStatus};
+pub use producer::{Producer, ProducerConfig, SendResult, SendStatus, WritableQueues};

@@ -3,14 +3,14 @@
 //! Every send is an independent future: a caller pipelines by keeping many in flight at once
 //! (see `silo bench`), and they share one connection per broker.
 
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use silo_wire::batch::{OutgoingMessage, OutgoingProperties, encode_batch};
 use silo_wire::codes::{request as rq, response as rs};
 use silo_wire::custom::{CustomHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader};
-use silo_wire::{Frame, RemotingHeader};
+use silo_wire::{ExtStr, Frame, RemotingHeader};
 
 use crate::client::{AUTO_CREATE_TOPIC, Client, TopicRoute};
 use crate::error::ClientError;
@@ -56,6 +56,32 @@ impl Default for ProducerConfig {
     }
 }
 
+/// Where a producer may send a topic's messages.
+#[derive(Debug)]
+pub enum WritableQueues {
+    /// The topic's own route.
+    Known(Arc<TopicRoute>),
+    /// The topic does not exist yet: queues on the brokers of the auto-create route.
+    AutoCreate(Arc<TopicRoute>, Vec<MessageQueue>),
+}
+
+impl WritableQueues {
+    #[must_use]
+    pub fn list(&self) -> &[MessageQueue] {
+        match self {
+            Self::Known(route) => &route.write_queues,
+            Self::AutoCreate(_, queues) => queues,
+        }
+    }
+
+    #[must_use]
+    pub fn route(&self) -> &TopicRoute {
+        match self {
+            Self::Known(route) | Self::AutoCreate(route, _) => route,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Producer {
     client: Client,
@@ -77,12 +103,12 @@ impl Producer {
 
     /// The writable queues of `topic`; for a topic the name server does not know yet, the
     /// auto-create route (TBW102) with the default queue count, so that the broker creates it.
-    pub async fn queues(&self, topic: &str) -> Result<(std::sync::Arc<TopicRoute>, Vec<MessageQueue>), ClientError> {
+    /// A known topic's queues are borrowed from the cached route, not copied per send.
+    pub async fn queues(&self, topic: &str) -> Result<WritableQueues, ClientError> {
         if let Some(route) = self.client.route(topic).await?
             && !route.write_queues.is_empty()
         {
-            let queues = route.write_queues.clone();
-            return Ok((route, queues));
+            return Ok(WritableQueues::Known(route));
         }
         let route = self.client.route(AUTO_CREATE_TOPIC).await?.ok_or_else(|| ClientError::NoRoute {
             topic: topic.to_owned(),
@@ -103,21 +129,19 @@ impl Producer {
         if queues.is_empty() {
             return Err(ClientError::NoRoute { topic: topic.to_owned(), reason: "no writable queue".into() });
         }
-        Ok((route, queues))
+        Ok(WritableQueues::AutoCreate(route, queues))
     }
 
-    fn pick(&self, queues: &[MessageQueue], avoid: Option<&str>) -> Option<MessageQueue> {
+    /// The next queue round robin, on another broker than `avoid` when there is one.
+    fn pick<'q>(&self, queues: &'q [MessageQueue], avoid: Option<&str>) -> Option<&'q MessageQueue> {
         let start = self.next_queue.fetch_add(1, Ordering::Relaxed);
         let n = queues.len();
-        let candidates = (0..n).filter_map(|i| queues.get((start + i) % n.max(1)));
-        let mut first = None;
-        for q in candidates {
-            if avoid != Some(q.broker_name.as_str()) {
-                return Some(q.clone());
-            }
-            first.get_or_insert(q);
+        let mut candidates = (0..n).filter_map(|i| queues.get((start + i) % n.max(1)));
+        let first = candidates.next()?;
+        if avoid != Some(first.broker_name.as_str()) {
+            return Some(first);
         }
-        first.cloned()
+        Some(candidates.find(|q| avoid != Some(q.broker_name.as_str())).unwrap_or(first))
     }
 
     fn ids(&self) -> &UniqIdGenerator {
@@ -137,9 +161,16 @@ impl Producer {
         let id = self.ids().next();
         let props = msg.properties_string(id.as_str(), true)?;
         let addr = self.client.master_of(mq).await?;
-        let header = self.header(mq, rq::SEND_MESSAGE_V2, msg.flag, props, false);
+        let header = self.header(mq, rq::SEND_MESSAGE_V2, msg.flag, props.into(), false);
         let frame = self.client.call(&addr, header, msg.body.clone()).await?;
-        send_result(&addr, mq.clone(), frame, id.as_str().into())
+        let (status, h) = stored(&addr, rq::SEND_MESSAGE_V2, frame)?;
+        Ok(SendResult {
+            status,
+            msg_id: id.as_str().into(),
+            offset_msg_id: h.msg_id.into_string(),
+            queue: MessageQueue { queue_id: h.queue_id, ..mq.clone() },
+            queue_offset: h.queue_offset,
+        })
     }
 
     /// Sends several messages of one topic as one request (SEND_BATCH_MESSAGE): they are stored
@@ -177,13 +208,13 @@ impl Producer {
     pub async fn send_oneway(&self, topic: &str, msg: &Message) -> Result<(), ClientError> {
         let id = self.ids().next();
         let props = msg.properties_string(id.as_str(), false)?;
-        let (route, queues) = self.queues(topic).await?;
+        let queues = self.queues(topic).await?;
         let mq = self
-            .pick(&queues, None)
+            .pick(queues.list(), None)
             .ok_or_else(|| ClientError::NoRoute { topic: topic.to_owned(), reason: "no writable queue".into() })?;
-        let addr = route.master(&mq.broker_name).unwrap_or_default().to_owned();
-        let header = self.header(&mq, rq::SEND_MESSAGE_V2, msg.flag, props, false);
-        self.client.connection(&addr).await?.oneway(header, msg.body.clone())
+        let addr = queues.route().master(&mq.broker_name).unwrap_or_default();
+        let header = self.header(mq, rq::SEND_MESSAGE_V2, msg.flag, props.into(), false);
+        self.client.connection(addr).await?.oneway(header, msg.body.clone())
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -197,32 +228,43 @@ impl Producer {
         batch: bool,
         msg_id: String,
     ) -> Result<SendResult, ClientError> {
+        // Shared, so that another attempt does not copy it again.
+        let props = ExtStr::from_utf8(Bytes::from(props.into_bytes())).unwrap_or_else(|| ExtStr::from(""));
         let mut avoid: Option<String> = None;
         let mut attempt = 0;
         loop {
-            let (route, queues) = self.queues(topic).await?;
+            let queues = self.queues(topic).await?;
             let mq = self
-                .pick(&queues, avoid.as_deref())
+                .pick(queues.list(), avoid.as_deref())
                 .ok_or_else(|| ClientError::NoRoute { topic: topic.to_owned(), reason: "no writable queue".into() })?;
-            let addr = route.master(&mq.broker_name).unwrap_or_default().to_owned();
-            let header = self.header(&mq, code, flag, props.clone(), batch);
-            let result = match self.client.call(&addr, header, body.clone()).await {
-                Ok(frame) => send_result(&addr, mq.clone(), frame, msg_id.clone()),
+            let addr = queues.route().master(&mq.broker_name).unwrap_or_default();
+            let header = self.header(mq, code, flag, props.clone(), batch);
+            let answer = match self.client.call(addr, header, body.clone()).await {
+                Ok(frame) => stored(addr, code, frame),
                 Err(e) => Err(e),
             };
-            match result {
+            match answer {
+                Ok((status, h)) => {
+                    return Ok(SendResult {
+                        status,
+                        msg_id,
+                        offset_msg_id: h.msg_id.into_string(),
+                        queue: MessageQueue { queue_id: h.queue_id, ..mq.clone() },
+                        queue_offset: h.queue_offset,
+                    });
+                }
                 Err(e) if e.is_retryable() && attempt < self.config.retries => {
                     tracing::debug!(error = %e, %mq, attempt, "send failed; retrying on another queue");
                     attempt += 1;
+                    avoid = Some(mq.broker_name.clone());
                     self.client.forget_route(topic);
-                    avoid = Some(mq.broker_name);
                 }
-                other => return other,
+                Err(e) => return Err(e),
             }
         }
     }
 
-    fn header(&self, mq: &MessageQueue, code: i32, flag: i32, props: String, batch: bool) -> RemotingHeader {
+    fn header(&self, mq: &MessageQueue, code: i32, flag: i32, props: ExtStr, batch: bool) -> RemotingHeader {
         let mut header = RemotingHeader::request(code, 0);
         SendMessageRequestHeaderV2 {
             producer_group: self.config.group.as_str().into(),
@@ -233,7 +275,7 @@ impl Producer {
             sys_flag: 0,
             born_timestamp: now_millis(),
             flag,
-            properties: Some(props.into()),
+            properties: Some(props),
             reconsume_times: Some(0),
             unit_mode: Some(false),
             max_reconsume_times: None,
@@ -245,28 +287,23 @@ impl Producer {
     }
 }
 
-fn send_result(addr: &str, queue: MessageQueue, frame: Frame, msg_id: String) -> Result<SendResult, ClientError> {
+/// How the broker stored a send, from its answer to request `code`.
+fn stored(addr: &str, code: i32, frame: Frame) -> Result<(SendStatus, SendMessageResponseHeader), ClientError> {
     let status = match frame.header.code {
         rs::SUCCESS => SendStatus::SendOk,
         rs::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
         12 => SendStatus::FlushSlaveTimeout,
         rs::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
-        code => {
+        refused => {
             return Err(ClientError::Refused {
                 addr: addr.to_owned(),
-                request: rq::SEND_MESSAGE_V2,
-                code,
+                request: code,
+                code: refused,
                 remark: frame.header.remark.unwrap_or_default(),
             });
         }
     };
     let h = SendMessageResponseHeader::read_ext_fields(&frame.header.ext_fields)
         .map_err(|e| ClientError::BadResponse { addr: addr.to_owned(), what: e.to_string() })?;
-    Ok(SendResult {
-        status,
-        msg_id,
-        offset_msg_id: h.msg_id.into_string(),
-        queue: MessageQueue { queue_id: h.queue_id, ..queue },
-        queue_offset: h.queue_offset,
-    })
+    Ok((status, h))
 }

@@ -235,6 +235,18 @@ struct Report<P: Serialize> {
     produce_latency_us: Option<Latency>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broker: Option<BrokerCost>,
+    /// This load generator's own allocations per message, when `silo` is built with
+    /// `count-allocs`: the client's cost, next to the broker's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_allocs_per_msg: Option<f64>,
+}
+
+/// This process's (allocations, bytes allocated), in a `count-allocs` build.
+fn own_allocs() -> Option<(u64, u64)> {
+    #[cfg(feature = "count-allocs")]
+    return Some(crate::alloc_count::counts());
+    #[cfg(not(feature = "count-allocs"))]
+    None
 }
 
 /// Counters shared by the workers and the progress line.
@@ -508,6 +520,8 @@ async fn ensure_topic(common: &Common, queues: i32) -> anyhow::Result<()> {
 /// What a run measured.
 struct Outcome<'a> {
     counters: &'a Counters,
+    /// `own_allocs()` when the measured work began.
+    allocs_start: Option<(u64, u64)>,
     elapsed: Duration,
     latency: &'a Histogram<u64>,
     produce_latency: Option<&'a Histogram<u64>>,
@@ -520,7 +534,8 @@ fn finish_report<P: Serialize>(
     outcome: Outcome<'_>,
     report: Option<&PathBuf>,
 ) -> anyhow::Result<()> {
-    let Outcome { counters, elapsed, latency, produce_latency, broker } = outcome;
+    let Outcome { counters, allocs_start, elapsed, latency, produce_latency, broker } = outcome;
+    let allocs_end = own_allocs();
     let msgs = counters.msgs.load(Ordering::Relaxed);
     let bytes = counters.bytes.load(Ordering::Relaxed);
     let secs = elapsed.as_secs_f64().max(1e-9);
@@ -538,6 +553,10 @@ fn finish_report<P: Serialize>(
         latency_us: Latency::of(latency),
         produce_latency_us: produce_latency.map(Latency::of),
         broker,
+        client_allocs_per_msg: allocs_start
+            .zip(allocs_end)
+            .filter(|_| msgs > 0)
+            .map(|(a, b)| b.0.saturating_sub(a.0) as f64 / msgs as f64),
     };
     let l = &r.latency_us;
     println!(
@@ -565,6 +584,9 @@ fn finish_report<P: Serialize>(
             println!("broker allocations: {a:.2} per message, {bytes:.0} bytes per message");
         }
     }
+    if let Some(a) = r.client_allocs_per_msg {
+        println!("client (this process) allocations: {a:.2} per message");
+    }
     if let Some(path) = report {
         std::fs::write(path, serde_json::to_vec_pretty(&r)?)
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -585,6 +607,7 @@ async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     let per_producer = if args.mode == Mode::Sync { 1 } else { args.inflight };
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
     let end_progress = progress(counters.clone(), "produce", args.count, duration);
+    let allocs_start = own_allocs();
     let start = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.producers {
@@ -623,7 +646,8 @@ async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     end_progress();
     let msgs = counters.msgs.load(Ordering::Relaxed);
     let broker = sampler.finish(msgs).await;
-    let outcome = Outcome { counters: &counters, elapsed, latency: &latency, produce_latency: None, broker };
+    let outcome =
+        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker };
     finish_report("produce", &args, outcome, args.common.report.as_ref())
 }
 
@@ -643,6 +667,7 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     let counters = Arc::new(Counters::default());
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
     let end_progress = progress(counters.clone(), "consume", Some(target), None);
+    let allocs_start = own_allocs();
     let start = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
     let sub = Arc::new(Subscription::parse("*"));
@@ -681,7 +706,8 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     let elapsed = start.elapsed();
     end_progress();
     let broker = sampler.finish(counters.msgs.load(Ordering::Relaxed)).await;
-    let outcome = Outcome { counters: &counters, elapsed, latency: &latency, produce_latency: None, broker };
+    let outcome =
+        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker };
     finish_report("consume", &args, outcome, args.common.report.as_ref())
 }
 
@@ -703,6 +729,7 @@ async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
     let producing = Arc::new(AtomicBool::new(true));
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
     let end_progress = progress(received.clone(), "e2e", None, Some(args.duration));
+    let allocs_start = own_allocs();
     // Consumers: one task per queue, long polling.
     let mut consumers = tokio::task::JoinSet::new();
     let sub = Arc::new(Subscription::parse("*"));
@@ -787,7 +814,13 @@ async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
         received.error(s - r, &format!("{} of {s} sent messages were not received within 5 s", s - r));
     }
     received.errors.fetch_add(sent.errors.load(Ordering::Relaxed), Ordering::Relaxed);
-    let outcome =
-        Outcome { counters: &received, elapsed, latency: &latency, produce_latency: Some(&produce_latency), broker };
+    let outcome = Outcome {
+        counters: &received,
+        allocs_start,
+        elapsed,
+        latency: &latency,
+        produce_latency: Some(&produce_latency),
+        broker,
+    };
     finish_report("e2e", &args, outcome, args.common.report.as_ref())
 }
