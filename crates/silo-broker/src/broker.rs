@@ -120,6 +120,25 @@ impl Broker {
     /// pulls that answer later).
     pub fn handle(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
         let h = &frame.header;
+        if reads_dispatched_state(h.code) && self.store.dispatch_behind() > 0 {
+            // The answer must include every message acknowledged before this request: wait
+            // (bounded) for dispatch to catch up with the log as it is now, then answer.
+            let broker = Arc::clone(self);
+            let channel = channel.clone();
+            tokio::spawn(async move {
+                broker.store.caught_up(crate::cmd::pull::CATCH_UP).await;
+                let mut conn = ConnState::default();
+                if let Some(out) = broker.handle_now(&mut conn, &channel, frame) {
+                    channel.send(out);
+                }
+            });
+            return None;
+        }
+        self.handle_now(conn, channel, frame)
+    }
+
+    fn handle_now(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
+        let h = &frame.header;
         let opaque = h.opaque;
         let oneway = h.is_oneway();
         let out = match h.code {
@@ -160,4 +179,17 @@ impl Broker {
         }
         (!oneway).then_some(out)
     }
+}
+
+/// Requests answered from consume queues or the index, which dispatch fills just after an
+/// append is acknowledged (pulls handle this themselves, only when they would come back empty).
+fn reads_dispatched_state(code: i32) -> bool {
+    matches!(
+        code,
+        rq::GET_MAX_OFFSET
+            | rq::SEARCH_OFFSET_BY_TIMESTAMP
+            | rq::QUERY_MESSAGE
+            | crate::cmd::admin::GET_CONSUME_STATS
+            | crate::cmd::admin::GET_TOPIC_STATS_INFO
+    )
 }

@@ -112,6 +112,7 @@ impl Inner {
         for q in touched.drain(..) {
             q.wake();
         }
+        self.dispatch_progress.notify_waiters();
         records
     }
 

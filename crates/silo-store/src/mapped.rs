@@ -18,6 +18,9 @@ use memmap2::{MmapOptions, MmapRaw};
 
 use crate::error::{Result, StoreError};
 
+/// Bytes populated per `madvise` call by [`MappedFile::prefault_ahead`].
+const PREFAULT_STEP: usize = 1 << 20;
+
 #[derive(Debug)]
 pub struct MappedFile {
     path: PathBuf,
@@ -242,18 +245,23 @@ impl MappedFile {
         if target <= from {
             return false;
         }
-        match self.map.advise_range(memmap2::Advice::PopulateWrite, from, target - from) {
-            Ok(()) => {
-                self.populated.fetch_max(target, Ordering::AcqRel);
-                true
-            }
-            Err(e) => {
+        // In steps: populating holds the process's address-space lock, which every `mmap`
+        // (a new consume queue, an index file) waits for. One 32 MiB call kept the dispatcher
+        // from opening a new queue's file for tens of milliseconds; 1 MiB steps bound that
+        // wait to well under one.
+        let mut at = from;
+        while at < target {
+            let len = (target - at).min(PREFAULT_STEP);
+            if let Err(e) = self.map.advise_range(memmap2::Advice::PopulateWrite, at, len) {
                 // Kernels before 5.14 lack MADV_POPULATE_WRITE: the writer faults as usual.
                 tracing::debug!(error = %e, "cannot prefault a mapped file");
                 self.populated.store(self.size, Ordering::Release);
-                false
+                return false;
             }
+            at += len;
+            self.populated.fetch_max(at, Ordering::AcqRel);
         }
+        true
     }
 
     /// Marks the file deleted and unlinks it. Readers holding it keep their mapping.

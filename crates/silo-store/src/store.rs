@@ -53,6 +53,8 @@ pub(crate) struct Inner {
     queues: RwLock<QueueTable>,
     /// Commit-log offset up to which records are dispatched into consume queues.
     pub(crate) dispatched: AtomicI64,
+    /// Woken after every dispatch round that moved `dispatched`.
+    pub(crate) dispatch_progress: tokio::sync::Notify,
     /// Store timestamp of the last dispatched record.
     pub(crate) last_dispatched_timestamp: AtomicI64,
     pub(crate) index: Option<Mutex<IndexService>>,
@@ -243,6 +245,7 @@ impl Store {
             append_state: Mutex::new(AppendState::default()),
             queues: RwLock::new(HashMap::new()),
             dispatched: AtomicI64::new(0),
+            dispatch_progress: tokio::sync::Notify::new(),
             last_dispatched_timestamp: AtomicI64::new(checkpoint.logics_msg_timestamp),
             index,
             index_covered: AtomicI64::new(0),
@@ -485,6 +488,27 @@ impl Store {
         true
     }
 
+    /// Waits until every record appended before the call is dispatched (so that a read sees
+    /// everything acknowledged before it), or `timeout` passes. Returns at once when dispatch
+    /// has caught up; otherwise wakes the dispatcher rather than waiting for its next poll.
+    pub async fn caught_up(&self, timeout: Duration) -> bool {
+        let target = self.inner.commit_log.max_offset();
+        if self.dispatched_offset() >= target {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let progressed = self.inner.dispatch_progress.notified();
+            if self.dispatched_offset() >= target {
+                return true;
+            }
+            self.inner.force_wake_dispatcher();
+            if tokio::time::timeout_at(deadline, progressed).await.is_err() {
+                return self.dispatched_offset() >= target;
+            }
+        }
+    }
+
     /// Every (topic, queue id) with a consume queue.
     pub fn queues(&self) -> Vec<(String, i32)> {
         let queues = self.inner.queues.read().unwrap_or_else(|e| e.into_inner());
@@ -555,7 +579,7 @@ impl Inner {
         }
     }
 
-    fn force_wake_dispatcher(&self) {
+    pub(crate) fn force_wake_dispatcher(&self) {
         if let Some(t) = self.dispatcher.get() {
             t.unpark();
         }

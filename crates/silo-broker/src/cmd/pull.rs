@@ -18,6 +18,9 @@ use crate::connection::{Body, Channel, Outgoing};
 use crate::response;
 use crate::topics::{PERM_READ, TopicQueues};
 
+/// Longest a read waits for dispatch to catch up with what was appended before it.
+pub(crate) const CATCH_UP: Duration = Duration::from_secs(1);
+
 /// Most bytes a pull returns (the Java broker's in-memory cap).
 const MAX_PULL_BYTES: usize = 256 * 1024;
 
@@ -70,11 +73,15 @@ impl Broker {
         }
         // The response's fields go into the request's field vector.
         let out = self.read_queue(opaque, &h, codes.as_deref(), frame.header.ext_fields);
+        let empty = matches!(out.header.code, rs::PULL_NOT_FOUND | rs::PULL_OFFSET_MOVED);
         let suspend = allow_suspend
             && h.sys_flag & pull_sys_flag::SUSPEND != 0
             && self.config.long_polling_enable
             && out.header.code == rs::PULL_NOT_FOUND;
-        if !suspend {
+        // An empty answer while dispatch is behind the log may be missing a message that was
+        // acknowledged before this pull: answer only once dispatch has caught up with it.
+        let behind = empty && self.store.dispatch_behind() > 0;
+        if !suspend && !behind {
             return Some(out);
         }
         // Park: answer when a message arrives in this queue or the hold time is over. The
@@ -84,6 +91,15 @@ impl Broker {
         let channel = channel.clone();
         let hold = Duration::from_millis(u64::try_from(h.suspend_timeout_millis).unwrap_or(15_000).min(30_000));
         tokio::spawn(async move {
+            if behind {
+                broker.store.caught_up(CATCH_UP).await;
+                let out = broker.read_queue(opaque, &h, codes.as_deref(), ExtFields::new());
+                let suspend = suspend && out.header.code == rs::PULL_NOT_FOUND;
+                if !suspend {
+                    channel.send(out);
+                    return;
+                }
+            }
             broker.store.wait_for_message(&h.topic, h.queue_id, h.queue_offset, hold).await;
             // Re-run without suspension: FOUND, or PULL_NOT_FOUND after the hold time (a message
             // the tag filter rejects comes back as PULL_RETRY_IMMEDIATELY, past it).

@@ -25,8 +25,13 @@ impl Drop for Killed {
 }
 
 pub fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
+    call_within(addr, code, ext, Duration::from_secs(10))
+}
+
+/// [`call`], waiting up to `timeout` for the answer.
+pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration) -> Frame {
     let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.set_read_timeout(Some(timeout)).unwrap();
     let mut h = RemotingHeader::request(code, 1);
     for (k, v) in ext {
         h.ext_fields.insert(*k, *v);
