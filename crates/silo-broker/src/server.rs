@@ -241,16 +241,14 @@ pub async fn run(options: ServeOptions) -> Result<(), Box<dyn std::error::Error 
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let routes = options.namesrv.map(|_| Arc::new(RouteTable::new()));
+    // The name server's port is taken now, but it accepts only once the embedded broker has
+    // registered its topics: a client that connects at once must not be told "no route" for a
+    // topic the broker has (connections that arrive meanwhile wait in the backlog).
+    let mut namesrv_listener = None;
     if let (Some(addr), Some(table)) = (options.namesrv, &routes) {
         let listener =
             TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
-        tracing::info!(%addr, "name server listening");
-        tasks.push(tokio::spawn(serve(
-            listener,
-            Role::NameServer(table.clone()),
-            Duration::from_secs(120),
-            shutdown_rx.clone(),
-        )));
+        namesrv_listener = Some((addr, listener, table.clone()));
         let table = table.clone();
         let mut rx = shutdown_rx.clone();
         tasks.push(tokio::spawn(async move {
@@ -261,6 +259,20 @@ pub async fn run(options: ServeOptions) -> Result<(), Box<dyn std::error::Error 
         }));
     }
     let mut broker_handle = None;
+    let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(SocketAddr, TcpListener, Arc<RouteTable>)>| {
+        if let Some((addr, listener, table)) = namesrv {
+            tracing::info!(%addr, "name server listening");
+            tasks.push(tokio::spawn(serve(
+                listener,
+                Role::NameServer(table),
+                Duration::from_secs(120),
+                shutdown_rx.clone(),
+            )));
+        }
+    };
+    if options.broker.is_none() {
+        start_namesrv(&mut tasks, namesrv_listener.take());
+    }
     if let Some(config) = options.broker {
         let listen = config.broker_addr();
         let data = config.store_path_root_dir.clone();
@@ -277,6 +289,8 @@ pub async fn run(options: ServeOptions) -> Result<(), Box<dyn std::error::Error 
                 tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
             }
         }
+        // Routes point at the broker's port: it is bound before anyone can ask for them.
+        start_namesrv(&mut tasks, namesrv_listener.take());
         tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
             data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
             "broker listening");
