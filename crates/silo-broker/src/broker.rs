@@ -9,6 +9,7 @@ use silo_wire::Frame;
 use silo_wire::codes::{request as rq, response as rs};
 
 use crate::clients::{Changed, ClientRegistry};
+use crate::cmd::table::{self, Handler, Request};
 use crate::config::BrokerConfig;
 use crate::connection::{Channel, Outgoing};
 use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
@@ -120,76 +121,30 @@ impl Broker {
     /// pulls that answer later).
     pub fn handle(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
         let h = &frame.header;
-        if reads_dispatched_state(h.code) && self.store.dispatch_behind() > 0 {
+        let (opaque, code, oneway) = (h.opaque, h.code, h.is_oneway());
+        let Some(Request { handler: Handler::Broker(handler), reads_dispatched, .. }) = table::find(code) else {
+            return (!oneway).then(|| response::not_supported(opaque, code));
+        };
+        if *reads_dispatched && self.store.dispatch_behind() > 0 {
             // The answer must include every message acknowledged before this request: wait
             // (bounded) for dispatch to catch up with the log as it is now, then answer.
             let broker = Arc::clone(self);
             let channel = channel.clone();
+            let handler = *handler;
             tokio::spawn(async move {
                 broker.store.caught_up(crate::cmd::pull::CATCH_UP).await;
-                let mut conn = ConnState::default();
-                if let Some(out) = broker.handle_now(&mut conn, &channel, frame) {
+                if let Some(out) = handler(&broker, &mut ConnState::default(), &channel, frame)
+                    && !oneway
+                {
                     channel.send(out);
                 }
             });
             return None;
         }
-        self.handle_now(conn, channel, frame)
-    }
-
-    fn handle_now(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
-        let h = &frame.header;
-        let opaque = h.opaque;
-        let oneway = h.is_oneway();
-        let out = match h.code {
-            rq::SEND_MESSAGE | rq::SEND_MESSAGE_V2 | rq::SEND_BATCH_MESSAGE => {
-                return self.send_message(conn, channel, frame);
-            }
-            rq::PULL_MESSAGE | rq::LITE_PULL_MESSAGE => return self.pull_message(channel, frame, true),
-            rq::QUERY_CONSUMER_OFFSET => self.query_consumer_offset(&frame),
-            rq::UPDATE_CONSUMER_OFFSET => self.update_consumer_offset(&frame),
-            rq::GET_MAX_OFFSET => self.get_max_offset(&frame),
-            rq::GET_MIN_OFFSET => self.get_min_offset(&frame),
-            rq::SEARCH_OFFSET_BY_TIMESTAMP => self.search_offset_by_timestamp(&frame),
-            rq::GET_EARLIEST_MSG_STORETIME => self.earliest_msg_store_time(&frame),
-            rq::HEART_BEAT => self.heartbeat(channel, &frame),
-            rq::UNREGISTER_CLIENT => self.unregister_client(&frame),
-            rq::CHECK_CLIENT_CONFIG => self.check_client_config(&frame),
-            rq::GET_CONSUMER_LIST_BY_GROUP => self.consumer_list(&frame),
-            rq::LOCK_BATCH_MQ => self.lock_batch(&frame),
-            rq::UNLOCK_BATCH_MQ => self.unlock_batch(&frame),
-            rq::CONSUMER_SEND_MSG_BACK => self.send_back(conn, &frame),
-            rq::UPDATE_AND_CREATE_TOPIC => self.create_topic(&frame),
-            crate::cmd::admin::DELETE_TOPIC_IN_BROKER => self.delete_topic(&frame),
-            crate::cmd::admin::GET_CONSUME_STATS => self.consume_stats(&frame),
-            crate::cmd::admin::GET_TOPIC_STATS_INFO => self.topic_stats(&frame),
-            crate::cmd::admin::QUERY_TOPIC_CONSUME_BY_WHO => self.topic_consumed_by(&frame),
-            crate::cmd::admin::GET_CONSUMER_CONNECTION_LIST => self.consumer_connections(&frame),
-            crate::cmd::admin::GET_TOPIC_CONFIG => self.topic_config(&frame),
-            rq::GET_ALL_TOPIC_CONFIG => self.all_topic_config(&frame),
-            rq::GET_BROKER_RUNTIME_INFO => self.runtime_info(&frame),
-            rq::VIEW_MESSAGE_BY_ID => self.view_message(&frame),
-            rq::QUERY_MESSAGE => self.query_message(&frame),
-            code => {
-                response::error(opaque, rs::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported"))
-            }
-        };
+        let out = handler(self, conn, channel, frame)?;
         if out.header.code != rs::SUCCESS {
-            tracing::debug!(request = h.code, response = out.header.code, remark = ?out.header.remark, "request refused");
+            tracing::debug!(request = code, response = out.header.code, remark = ?out.header.remark, "request refused");
         }
         (!oneway).then_some(out)
     }
-}
-
-/// Requests answered from consume queues or the index, which dispatch fills just after an
-/// append is acknowledged (pulls handle this themselves, only when they would come back empty).
-fn reads_dispatched_state(code: i32) -> bool {
-    matches!(
-        code,
-        rq::GET_MAX_OFFSET
-            | rq::SEARCH_OFFSET_BY_TIMESTAMP
-            | rq::QUERY_MESSAGE
-            | crate::cmd::admin::GET_CONSUME_STATS
-            | crate::cmd::admin::GET_TOPIC_STATS_INFO
-    )
 }

@@ -21,6 +21,11 @@ pub fn error(opaque: i32, code: i32, remark: impl Into<String>) -> Outgoing {
     reply(opaque, code, Some(remark.into()))
 }
 
+/// REQUEST_CODE_NOT_SUPPORTED, with Java's remark.
+pub fn not_supported(opaque: i32, code: i32) -> Outgoing {
+    error(opaque, response::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported"))
+}
+
 pub fn with_header(opaque: i32, code: i32, h: &impl CustomHeader) -> Outgoing {
     let mut out = reply(opaque, code, None);
     h.write_ext_fields(&mut out.header.ext_fields);

@@ -9,9 +9,7 @@ use serde::{Deserialize, Serialize};
 use silo_store::config_file::{read_json, write_json_atomic};
 use silo_wire::body::{DataVersion, TopicConfig};
 
-pub const PERM_READ: i32 = 0x4;
-pub const PERM_WRITE: i32 = 0x2;
-pub const PERM_INHERIT: i32 = 0x1;
+pub use silo_wire::codes::perm::{INHERIT as PERM_INHERIT, READ as PERM_READ, WRITE as PERM_WRITE};
 pub const DEFAULT_TOPIC: &str = "TBW102";
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 

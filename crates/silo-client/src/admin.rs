@@ -12,13 +12,6 @@ use crate::client::{Client, expect_success};
 use crate::error::ClientError;
 use crate::message::ReceivedMessage;
 
-/// DELETE_TOPIC_IN_BROKER.
-const DELETE_TOPIC_IN_BROKER: i32 = 215;
-/// DELETE_TOPIC_IN_NAMESRV.
-const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
-/// GET_CONSUME_STATS.
-const GET_CONSUME_STATS: i32 = 208;
-
 /// A topic to create or update.
 #[derive(Debug, Clone)]
 pub struct TopicSpec {
@@ -147,7 +140,7 @@ impl Admin {
     pub async fn delete_topic(&self, cluster: Option<&str>, topic: &str) -> Result<Vec<String>, ClientError> {
         let masters = self.masters(cluster).await?;
         for (_, addr) in &masters {
-            let header = request(DELETE_TOPIC_IN_BROKER, &[("topic", topic.to_owned())]);
+            let header = request(rq::DELETE_TOPIC_IN_BROKER, &[("topic", topic.to_owned())]);
             self.client.call_ok(addr, header, Bytes::new()).await?;
         }
         let mut fields = vec![("topic", topic.to_owned())];
@@ -155,10 +148,10 @@ impl Admin {
             fields.push(("clusterName", c.to_owned()));
         }
         for ns in self.client.config().namesrv.clone() {
-            let frame = self.client.call(&ns, request(DELETE_TOPIC_IN_NAMESRV, &fields), Bytes::new()).await?;
+            let frame = self.client.call(&ns, request(rq::DELETE_TOPIC_IN_NAMESRV, &fields), Bytes::new()).await?;
             // A name server without the request forgets the topic when the brokers next register.
             if frame.header.code != rs::REQUEST_CODE_NOT_SUPPORTED {
-                expect_success(&ns, DELETE_TOPIC_IN_NAMESRV, frame)?;
+                expect_success(&ns, rq::DELETE_TOPIC_IN_NAMESRV, frame)?;
             }
         }
         self.client.forget_route(topic);
@@ -179,7 +172,7 @@ impl Admin {
             if let Some(t) = topic {
                 fields.push(("topic", t.to_owned()));
             }
-            let frame = self.client.call(addr, request(GET_CONSUME_STATS, &fields), Bytes::new()).await?;
+            let frame = self.client.call(addr, request(rq::GET_CONSUME_STATS, &fields), Bytes::new()).await?;
             // A broker that never saw the group answers with an error code: it has no progress.
             if frame.header.code != rs::SUCCESS {
                 continue;

@@ -62,8 +62,7 @@ pub struct TopicRoute {
 
 impl TopicRoute {
     fn new(topic: &str, data: TopicRouteData) -> Self {
-        const PERM_READ: i32 = 0x4;
-        const PERM_WRITE: i32 = 0x2;
+        use silo_wire::codes::perm::{READ as PERM_READ, WRITE as PERM_WRITE};
         let masters: HashMap<String, String> = data
             .broker_datas
             .iter()

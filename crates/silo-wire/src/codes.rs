@@ -31,10 +31,24 @@ pub mod request {
     pub const UNREGISTER_BROKER: i32 = 104;
     pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
     pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
+    /// GET_TOPIC_STATS_INFO: min/max offset and last store time per queue of a topic.
+    pub const GET_TOPIC_STATS_INFO: i32 = 202;
+    /// GET_CONSUMER_CONNECTION_LIST: an online group's clients and subscriptions.
+    pub const GET_CONSUMER_CONNECTION_LIST: i32 = 203;
     pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
+    /// GET_CONSUME_STATS: a consumer group's progress per queue.
+    pub const GET_CONSUME_STATS: i32 = 208;
+    pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
+    /// DELETE_TOPIC_IN_NAMESRV: sent by admin tools after deleting a topic on the brokers;
+    /// header `topic`, optional `clusterName`.
+    pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
+    /// QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume a topic.
+    pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;
+    /// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
+    pub const GET_TOPIC_CONFIG: i32 = 351;
     pub const LITE_PULL_MESSAGE: i32 = 361;
 }
 
@@ -58,5 +72,13 @@ pub mod response {
     pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
     pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
     pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
+    pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const INVALID_PARAMETER: i32 = 29;
+}
+
+/// Topic permission bits (`perm` in topic configs and routes).
+pub mod perm {
+    pub const INHERIT: i32 = 0x1;
+    pub const WRITE: i32 = 0x2;
+    pub const READ: i32 = 0x4;
 }

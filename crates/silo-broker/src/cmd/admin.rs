@@ -17,21 +17,6 @@ use crate::response;
 use crate::topics::topic_config;
 use crate::try_reply;
 
-/// DELETE_TOPIC_IN_BROKER.
-pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
-/// GET_CONSUME_STATS: a consumer group's progress per queue.
-pub const GET_CONSUME_STATS: i32 = 208;
-/// GET_TOPIC_STATS_INFO: min/max offset and last store time per queue of a topic.
-pub const GET_TOPIC_STATS_INFO: i32 = 202;
-/// GET_CONSUMER_CONNECTION_LIST: an online group's clients and subscriptions.
-pub const GET_CONSUMER_CONNECTION_LIST: i32 = 203;
-/// QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume a topic.
-pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
-/// CONSUMER_NOT_ONLINE response.
-const CONSUMER_NOT_ONLINE: i32 = 206;
-/// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
-pub const GET_TOPIC_CONFIG: i32 = 351;
-
 #[derive(Debug, Serialize)]
 struct KvTable {
     table: BTreeMap<String, String>,
@@ -259,7 +244,7 @@ impl Broker {
             return response::error(opaque, rs::INVALID_PARAMETER, "consumerGroup is required");
         };
         let Some(info) = self.clients.group_info(group) else {
-            return response::error(opaque, CONSUMER_NOT_ONLINE, format!("the consumer group[{group}] not online"));
+            return response::error(opaque, rs::CONSUMER_NOT_ONLINE, format!("the consumer group[{group}] not online"));
         };
         let body = ConsumerConnection {
             connection_set: info

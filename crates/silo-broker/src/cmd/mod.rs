@@ -6,6 +6,7 @@ pub mod namesrv;
 pub mod offset;
 pub mod pull;
 pub mod send;
+pub mod table;
 
 use silo_wire::Frame;
 use silo_wire::codes::response as rs;

@@ -14,33 +14,22 @@ use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
 use crate::response;
 use crate::try_reply;
 
-/// DELETE_TOPIC_IN_NAMESRV (216), sent by admin tools after deleting a topic on the brokers;
-/// header `topic`, optional `clusterName`.
-pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
-
 /// Handles one name-server request; `None` for one-way requests.
 pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
-    let opaque = frame.header.opaque;
-    let out = match frame.header.code {
-        rq::REGISTER_BROKER => register(table, frame),
-        rq::UNREGISTER_BROKER => unregister(table, frame),
-        rq::GET_ROUTEINFO_BY_TOPIC => route(table, frame),
-        rq::GET_BROKER_CLUSTER_INFO => response::with_body(opaque, encode_json_body(&table.cluster_info())),
-        rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => response::with_body(opaque, encode_json_body(&table.topic_list())),
-        rq::PUT_KV_CONFIG | rq::GET_KV_CONFIG | rq::DELETE_KV_CONFIG => kv(table, frame),
-        DELETE_TOPIC_IN_NAMESRV => delete_topic(table, frame),
-        code => response::error(opaque, rs::REQUEST_CODE_NOT_SUPPORTED, format!(" request type {code} not supported")),
+    let out = match super::table::find(frame.header.code).map(|r| r.handler) {
+        Some(super::table::Handler::NameServer(handler)) => handler(table, frame),
+        _ => response::not_supported(frame.header.opaque, frame.header.code),
     };
     (!frame.header.is_oneway()).then_some(out)
 }
 
-fn unregister(table: &RouteTable, frame: &Frame) -> Outgoing {
+pub(super) fn unregister(table: &RouteTable, frame: &Frame) -> Outgoing {
     let h: UnregisterBrokerRequestHeader = try_reply!(super::header(frame));
     table.unregister(&h.broker_addr);
     response::success(frame.header.opaque)
 }
 
-fn delete_topic(table: &RouteTable, frame: &Frame) -> Outgoing {
+pub(super) fn delete_topic(table: &RouteTable, frame: &Frame) -> Outgoing {
     let ext = &frame.header.ext_fields;
     let Some(topic) = ext.get("topic") else {
         return response::error(frame.header.opaque, rs::INVALID_PARAMETER, "topic is required");
@@ -49,7 +38,7 @@ fn delete_topic(table: &RouteTable, frame: &Frame) -> Outgoing {
     response::success(frame.header.opaque)
 }
 
-fn route(table: &RouteTable, frame: &Frame) -> Outgoing {
+pub(super) fn route(table: &RouteTable, frame: &Frame) -> Outgoing {
     let opaque = frame.header.opaque;
     let h: GetRouteInfoRequestHeader = try_reply!(super::header(frame));
     match table.route(&h.topic) {
@@ -62,7 +51,7 @@ fn route(table: &RouteTable, frame: &Frame) -> Outgoing {
     }
 }
 
-fn register(table: &RouteTable, frame: &Frame) -> Outgoing {
+pub(super) fn register(table: &RouteTable, frame: &Frame) -> Outgoing {
     let opaque = frame.header.opaque;
     let h: RegisterBrokerRequestHeader = try_reply!(super::header(frame));
     if h.compressed == Some(true) {
@@ -90,7 +79,7 @@ fn register(table: &RouteTable, frame: &Frame) -> Outgoing {
     response::with_header(opaque, rs::SUCCESS, &RegisterBrokerResponseHeader::default())
 }
 
-fn kv(table: &RouteTable, frame: &Frame) -> Outgoing {
+pub(super) fn kv(table: &RouteTable, frame: &Frame) -> Outgoing {
     let opaque = frame.header.opaque;
     let ext = &frame.header.ext_fields;
     let (Some(ns), Some(key)) = (ext.get("namespace"), ext.get("key")) else {

@@ -1,0 +1,186 @@
+//! The request table: every request code the broker and the name server answer, with its
+//! handler. Dispatch is a lookup here (sorted by code, binary search); nothing else in the crate
+//! matches on request codes. Codes themselves live in `silo_wire::codes`.
+
+use std::sync::Arc;
+
+use silo_wire::Frame;
+use silo_wire::body::encode_json_body;
+use silo_wire::codes::request as rq;
+
+use crate::broker::{Broker, ConnState};
+use crate::connection::{Channel, Outgoing};
+use crate::namesrv::RouteTable;
+use crate::response;
+
+/// A broker request handler: `None` when nothing is to be sent now (the answer comes later,
+/// from a task, such as a parked pull or a send waiting for its flush).
+pub type BrokerHandler = fn(&Arc<Broker>, &mut ConnState, &Channel, Frame) -> Option<Outgoing>;
+
+/// A name-server request handler.
+pub type NameServerHandler = fn(&RouteTable, &Frame) -> Outgoing;
+
+/// Who answers a request code, and how.
+#[derive(Debug, Clone, Copy)]
+pub enum Handler {
+    Broker(BrokerHandler),
+    NameServer(NameServerHandler),
+}
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Request {
+    pub code: i32,
+    pub name: &'static str,
+    pub handler: Handler,
+    /// Answered from consume queues or the index, which dispatch fills just after an append is
+    /// acknowledged: the answer waits until dispatch has caught up with the log as it was when
+    /// the request arrived. (Pulls do this themselves, only when they would come back empty.)
+    pub reads_dispatched: bool,
+}
+
+const fn broker(code: i32, name: &'static str, handler: BrokerHandler) -> Request {
+    Request { code, name, handler: Handler::Broker(handler), reads_dispatched: false }
+}
+
+const fn broker_after_dispatch(code: i32, name: &'static str, handler: BrokerHandler) -> Request {
+    Request { code, name, handler: Handler::Broker(handler), reads_dispatched: true }
+}
+
+const fn namesrv(code: i32, name: &'static str, handler: NameServerHandler) -> Request {
+    Request { code, name, handler: Handler::NameServer(handler), reads_dispatched: false }
+}
+
+/// Every request Silo answers, sorted by code.
+pub static REQUESTS: &[Request] = &[
+    broker(rq::SEND_MESSAGE, "SEND_MESSAGE", |b, c, ch, f| b.send_message(c, ch, f)),
+    broker(rq::PULL_MESSAGE, "PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f, true)),
+    broker_after_dispatch(rq::QUERY_MESSAGE, "QUERY_MESSAGE", |b, _, _, f| Some(b.query_message(&f))),
+    broker(rq::QUERY_CONSUMER_OFFSET, "QUERY_CONSUMER_OFFSET", |b, _, _, f| Some(b.query_consumer_offset(&f))),
+    broker(rq::UPDATE_CONSUMER_OFFSET, "UPDATE_CONSUMER_OFFSET", |b, _, _, f| Some(b.update_consumer_offset(&f))),
+    broker(rq::UPDATE_AND_CREATE_TOPIC, "UPDATE_AND_CREATE_TOPIC", |b, _, _, f| Some(b.create_topic(&f))),
+    broker(rq::GET_ALL_TOPIC_CONFIG, "GET_ALL_TOPIC_CONFIG", |b, _, _, f| Some(b.all_topic_config(&f))),
+    broker(rq::GET_BROKER_RUNTIME_INFO, "GET_BROKER_RUNTIME_INFO", |b, _, _, f| Some(b.runtime_info(&f))),
+    broker_after_dispatch(rq::SEARCH_OFFSET_BY_TIMESTAMP, "SEARCH_OFFSET_BY_TIMESTAMP", |b, _, _, f| {
+        Some(b.search_offset_by_timestamp(&f))
+    }),
+    broker_after_dispatch(rq::GET_MAX_OFFSET, "GET_MAX_OFFSET", |b, _, _, f| Some(b.get_max_offset(&f))),
+    broker(rq::GET_MIN_OFFSET, "GET_MIN_OFFSET", |b, _, _, f| Some(b.get_min_offset(&f))),
+    broker(rq::GET_EARLIEST_MSG_STORETIME, "GET_EARLIEST_MSG_STORETIME", |b, _, _, f| {
+        Some(b.earliest_msg_store_time(&f))
+    }),
+    broker(rq::VIEW_MESSAGE_BY_ID, "VIEW_MESSAGE_BY_ID", |b, _, _, f| Some(b.view_message(&f))),
+    broker(rq::HEART_BEAT, "HEART_BEAT", |b, _, ch, f| Some(b.heartbeat(ch, &f))),
+    broker(rq::UNREGISTER_CLIENT, "UNREGISTER_CLIENT", |b, _, _, f| Some(b.unregister_client(&f))),
+    broker(rq::CONSUMER_SEND_MSG_BACK, "CONSUMER_SEND_MSG_BACK", |b, c, _, f| Some(b.send_back(c, &f))),
+    broker(rq::GET_CONSUMER_LIST_BY_GROUP, "GET_CONSUMER_LIST_BY_GROUP", |b, _, _, f| Some(b.consumer_list(&f))),
+    broker(rq::LOCK_BATCH_MQ, "LOCK_BATCH_MQ", |b, _, _, f| Some(b.lock_batch(&f))),
+    broker(rq::UNLOCK_BATCH_MQ, "UNLOCK_BATCH_MQ", |b, _, _, f| Some(b.unlock_batch(&f))),
+    broker(rq::CHECK_CLIENT_CONFIG, "CHECK_CLIENT_CONFIG", |b, _, _, f| Some(b.check_client_config(&f))),
+    namesrv(rq::PUT_KV_CONFIG, "PUT_KV_CONFIG", super::namesrv::kv),
+    namesrv(rq::GET_KV_CONFIG, "GET_KV_CONFIG", super::namesrv::kv),
+    namesrv(rq::DELETE_KV_CONFIG, "DELETE_KV_CONFIG", super::namesrv::kv),
+    namesrv(rq::REGISTER_BROKER, "REGISTER_BROKER", super::namesrv::register),
+    namesrv(rq::UNREGISTER_BROKER, "UNREGISTER_BROKER", super::namesrv::unregister),
+    namesrv(rq::GET_ROUTEINFO_BY_TOPIC, "GET_ROUTEINFO_BY_TOPIC", super::namesrv::route),
+    namesrv(rq::GET_BROKER_CLUSTER_INFO, "GET_BROKER_CLUSTER_INFO", |t, f| {
+        response::with_body(f.header.opaque, encode_json_body(&t.cluster_info()))
+    }),
+    broker_after_dispatch(rq::GET_TOPIC_STATS_INFO, "GET_TOPIC_STATS_INFO", |b, _, _, f| Some(b.topic_stats(&f))),
+    broker(rq::GET_CONSUMER_CONNECTION_LIST, "GET_CONSUMER_CONNECTION_LIST", |b, _, _, f| {
+        Some(b.consumer_connections(&f))
+    }),
+    namesrv(rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", |t, f| {
+        response::with_body(f.header.opaque, encode_json_body(&t.topic_list()))
+    }),
+    broker_after_dispatch(rq::GET_CONSUME_STATS, "GET_CONSUME_STATS", |b, _, _, f| Some(b.consume_stats(&f))),
+    broker(rq::DELETE_TOPIC_IN_BROKER, "DELETE_TOPIC_IN_BROKER", |b, _, _, f| Some(b.delete_topic(&f))),
+    namesrv(rq::DELETE_TOPIC_IN_NAMESRV, "DELETE_TOPIC_IN_NAMESRV", super::namesrv::delete_topic),
+    broker(rq::QUERY_TOPIC_CONSUME_BY_WHO, "QUERY_TOPIC_CONSUME_BY_WHO", |b, _, _, f| Some(b.topic_consumed_by(&f))),
+    broker(rq::SEND_MESSAGE_V2, "SEND_MESSAGE_V2", |b, c, ch, f| b.send_message(c, ch, f)),
+    broker(rq::SEND_BATCH_MESSAGE, "SEND_BATCH_MESSAGE", |b, c, ch, f| b.send_message(c, ch, f)),
+    broker(rq::GET_TOPIC_CONFIG, "GET_TOPIC_CONFIG", |b, _, _, f| Some(b.topic_config(&f))),
+    broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f, true)),
+];
+
+/// The row for `code`, if Silo answers it.
+pub fn find(code: i32) -> Option<&'static Request> {
+    REQUESTS.binary_search_by_key(&code, |r| r.code).ok().and_then(|i| REQUESTS.get(i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_sorted_and_none_appears_twice() {
+        for pair in REQUESTS.windows(2) {
+            if let [a, b] = pair {
+                assert!(a.code < b.code, "{} ({}) must come before {} ({})", a.name, a.code, b.name, b.code);
+            }
+        }
+    }
+
+    #[test]
+    fn every_row_is_found_by_its_code() {
+        for r in REQUESTS {
+            assert_eq!(find(r.code).map(|f| f.name), Some(r.name));
+        }
+        assert!(find(rq::END_TRANSACTION).is_none(), "transactions are not answered yet");
+    }
+
+    #[test]
+    fn every_code_silo_answers_has_a_row() {
+        // The codes the stock clients and admin tools send that Silo serves (protocol §2.1, §2.9,
+        // §2.10); a new handler must be added here and to the table.
+        let answered = [
+            rq::SEND_MESSAGE,
+            rq::SEND_MESSAGE_V2,
+            rq::SEND_BATCH_MESSAGE,
+            rq::PULL_MESSAGE,
+            rq::LITE_PULL_MESSAGE,
+            rq::QUERY_MESSAGE,
+            rq::QUERY_CONSUMER_OFFSET,
+            rq::UPDATE_CONSUMER_OFFSET,
+            rq::UPDATE_AND_CREATE_TOPIC,
+            rq::GET_ALL_TOPIC_CONFIG,
+            rq::GET_BROKER_RUNTIME_INFO,
+            rq::SEARCH_OFFSET_BY_TIMESTAMP,
+            rq::GET_MAX_OFFSET,
+            rq::GET_MIN_OFFSET,
+            rq::GET_EARLIEST_MSG_STORETIME,
+            rq::VIEW_MESSAGE_BY_ID,
+            rq::HEART_BEAT,
+            rq::UNREGISTER_CLIENT,
+            rq::CONSUMER_SEND_MSG_BACK,
+            rq::GET_CONSUMER_LIST_BY_GROUP,
+            rq::LOCK_BATCH_MQ,
+            rq::UNLOCK_BATCH_MQ,
+            rq::CHECK_CLIENT_CONFIG,
+            rq::GET_TOPIC_STATS_INFO,
+            rq::GET_CONSUMER_CONNECTION_LIST,
+            rq::GET_CONSUME_STATS,
+            rq::DELETE_TOPIC_IN_BROKER,
+            rq::QUERY_TOPIC_CONSUME_BY_WHO,
+            rq::GET_TOPIC_CONFIG,
+        ];
+        for code in answered {
+            assert!(matches!(find(code).map(|r| r.handler), Some(Handler::Broker(_))), "broker code {code}");
+        }
+        let namesrv = [
+            rq::PUT_KV_CONFIG,
+            rq::GET_KV_CONFIG,
+            rq::DELETE_KV_CONFIG,
+            rq::REGISTER_BROKER,
+            rq::UNREGISTER_BROKER,
+            rq::GET_ROUTEINFO_BY_TOPIC,
+            rq::GET_BROKER_CLUSTER_INFO,
+            rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+            rq::DELETE_TOPIC_IN_NAMESRV,
+        ];
+        for code in namesrv {
+            assert!(matches!(find(code).map(|r| r.handler), Some(Handler::NameServer(_))), "name server code {code}");
+        }
+        assert_eq!(REQUESTS.len(), answered.len() + namesrv.len(), "a row without a listed code");
+    }
+}
