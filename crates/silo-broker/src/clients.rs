@@ -10,9 +10,9 @@ use silo_wire::body::{ConsumerData, SubscriptionData};
 
 use crate::connection::Channel;
 
-/// A client is dropped 120 s after its last heartbeat (spec 2.5).
+/// A client is dropped 120 s after its last heartbeat (docs/protocol.md §2.5).
 pub const CLIENT_EXPIRY: Duration = Duration::from_secs(120);
-/// An orderly consumer's queue lock lasts 60 s unless renewed (spec 2.8).
+/// An orderly consumer's queue lock lasts 60 s unless renewed (docs/protocol.md §2.8).
 pub const LOCK_EXPIRY: Duration = Duration::from_secs(60);
 
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! The name server's route table (spec 2.10): which brokers exist, which topics they hold, and
+//! The name server's route table (docs/protocol.md §2.10): which brokers exist, which topics they hold, and
 //! for how long they are alive without re-registering.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -1,4 +1,4 @@
-//! Delivery of delayed messages (spec 4.12): messages wait in `SCHEDULE_TOPIC_XXXX`, queue
+//! Delivery of delayed messages (docs/protocol.md §4.12): messages wait in `SCHEDULE_TOPIC_XXXX`, queue
 //! `level - 1`, whose consume-queue tags slot holds the delivery time; when it has come they are
 //! stored again under their real topic and queue. Progress per level is kept in
 //! `config/delayOffset.json` (`{"offsetTable":{1:0,2:5}}`, the Java layout).

@@ -169,7 +169,7 @@ async fn request(
     result
 }
 
-/// REGISTER_BROKER to every external name server, now and every period (spec 2.10).
+/// REGISTER_BROKER to every external name server, now and every period (docs/protocol.md §2.10).
 pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(broker.config.register_name_server_period);
     let mut conns: Vec<Option<TcpStream>> = broker.config.namesrv_addr.iter().map(|_| None).collect();

@@ -1,5 +1,5 @@
-//! Topic configs (`config/topics.json`, spec 4.10), with the built-in topics a broker needs
-//! and auto-creation from `TBW102` (spec 2.2).
+//! Topic configs (`config/topics.json`, docs/protocol.md §4.10), with the built-in topics a broker needs
+//! and auto-creation from `TBW102` (docs/protocol.md §2.2).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -131,7 +131,7 @@ impl TopicManager {
         Ok(removed)
     }
 
-    /// Auto-creation on first send (spec 2.2 step 2): from a default topic with the INHERIT
+    /// Auto-creation on first send (docs/protocol.md §2.2 step 2): from a default topic with the INHERIT
     /// bit, with `min(requested, default's write queues)` queues.
     pub fn create_from_default(
         &self,

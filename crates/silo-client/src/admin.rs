@@ -1,5 +1,5 @@
 //! Administration: topics, the cluster, consumer progress, message lookup and broker runtime
-//! information, the requests `mqadmin` sends (spec 2.9, 2.10).
+//! information, the requests `mqadmin` sends (docs/protocol.md §2.9, §2.10).
 
 use bytes::Bytes;
 use silo_wire::RemotingHeader;

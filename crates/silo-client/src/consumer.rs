@@ -55,7 +55,7 @@ impl Subscription {
     }
 }
 
-/// What a pull found (spec 2.3).
+/// What a pull found (docs/protocol.md §2.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PullStatus {
     Found,

@@ -13,7 +13,7 @@ pub enum ClientError {
     ConnectionClosed { addr: String },
     #[error("request {code} to {addr} got no answer within {timeout:?}")]
     Timeout { addr: String, code: i32, timeout: Duration },
-    /// The server answered with an error code (RocketMQ response codes, spec 1.7).
+    /// The server answered with an error code (RocketMQ response codes, docs/protocol.md §1.7).
     #[error("{addr} refused request {request}: code {code}: {remark}")]
     Refused { addr: String, request: i32, code: i32, remark: String },
     #[error("no route for topic {topic}: {reason}")]

@@ -37,7 +37,7 @@ pub struct Message {
     pub properties: Vec<(String, String)>,
     /// The user flag.
     pub flag: i32,
-    /// Delay level (1..=18, spec 4.12), for scheduled delivery.
+    /// Delay level (1..=18, docs/protocol.md §4.12), for scheduled delivery.
     pub delay_level: Option<u8>,
 }
 
@@ -228,7 +228,7 @@ impl ReceivedMessage {
     }
 }
 
-/// Makes producer unique ids (`UNIQ_KEY`, spec 3.7) without allocating: address, process,
+/// Makes producer unique ids (`UNIQ_KEY`, docs/protocol.md §3.7) without allocating: address, process,
 /// a per-process random value, the time since the start of the month and a counter.
 #[derive(Debug)]
 pub struct UniqIdGenerator {

@@ -16,7 +16,7 @@ use crate::client::{AUTO_CREATE_TOPIC, Client, TopicRoute};
 use crate::error::ClientError;
 use crate::message::{Message, MessageQueue, UniqIdGenerator, now_millis};
 
-/// How the broker stored a message it accepted (spec 2.2).
+/// How the broker stored a message it accepted (docs/protocol.md §2.2).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum SendStatus {

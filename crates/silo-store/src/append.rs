@@ -1,4 +1,4 @@
-//! The append path (spec 4.3, 5.3; apache/rocketmq PR #10814).
+//! The append path (docs/store-format.md §7.1; apache/rocketmq PR #10814).
 //!
 //! Outside the critical section an [`Appender`] validates a message and encodes everything
 //! but the fields only the critical section can know (queue offset, physical offset, store

@@ -1,4 +1,4 @@
-//! The `checkpoint` file (spec 4.7): 4 KiB, big-endian longs at 0 `physicMsgTimestamp` (store
+//! The `checkpoint` file (docs/store-format.md §6): 4 KiB, big-endian longs at 0 `physicMsgTimestamp` (store
 //! time of the last flushed commit-log record), 8 `logicsMsgTimestamp` (last record whose
 //! consume-queue units are flushed), 16 `indexMsgTimestamp`, 24 `masterFlushedOffset`, 32
 //! `confirmPhyOffset`. Java reads the same fields, so the file is shared with the Java store.

@@ -1,4 +1,4 @@
-//! Consume queues (spec 4.4): per (topic, queue id), files of 20-byte units
+//! Consume queues (docs/store-format.md §4): per (topic, queue id), files of 20-byte units
 //! `i64 commitLogOffset | i32 size | i64 tagsCode`, the unit of logical offset `n` at byte
 //! `n * 20` of the queue. Written only by the dispatcher (and recovery), read by pulls.
 

@@ -1,4 +1,4 @@
-//! The dispatcher (spec 4.5, 5.4): follows the commit log and writes consume-queue units, LMQ
+//! The dispatcher (docs/store-format.md §7.3): follows the commit log and writes consume-queue units, LMQ
 //! units and index entries for every record, parsing records in place in the mapped segment.
 //! It wakes the waiters of every queue that got units, once per round, not once per message.
 
@@ -188,7 +188,7 @@ impl Inner {
         added
     }
 
-    /// LMQ units (spec 5.4). Both lists are split keeping empty elements, so mixed lists
+    /// LMQ units (docs/store-format.md §7.3). Both lists are split keeping empty elements, so mixed lists
     /// (`"%LMQ%a,plain,%LMQ%b"` with offsets `"3,,9"`) dispatch correctly, where Java's split
     /// drops trailing empties and fails on middle ones.
     fn dispatch_lmq(

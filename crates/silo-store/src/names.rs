@@ -23,7 +23,7 @@ pub fn is_lmq(name: &str) -> bool {
 }
 
 /// Whether multi-dispatch applies to messages of `topic` (never for retry, system or schedule
-/// topics: their records are copies of messages that were already dispatched; spec 5.5).
+/// topics: their records are copies of messages that were already dispatched; docs/protocol.md §5.5).
 pub fn topic_allows_lmq(topic: &str) -> bool {
     !(topic.starts_with(RETRY_PREFIX)
         || topic.starts_with(DLQ_PREFIX)

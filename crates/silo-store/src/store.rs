@@ -111,7 +111,7 @@ pub struct Store {
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
-/// Status of a read (spec 4.11).
+/// Status of a read (docs/protocol.md §4.11).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GetStatus {
     Found,
@@ -364,7 +364,7 @@ impl Store {
     }
 
     /// Reads up to `max_count` messages / `max_bytes` bytes of queue (`topic`, `queue_id`)
-    /// from logical offset `offset` (spec 4.11).
+    /// from logical offset `offset` (docs/protocol.md §4.11).
     pub fn get_messages(
         &self,
         topic: &str,
@@ -979,7 +979,7 @@ impl Inner {
         Ok(damaged)
     }
 
-    /// Recovery (spec 4.8, docs/store-format.md): find the end of the valid log, cut away a
+    /// Recovery (docs/store-format.md §7.5): find the end of the valid log, cut away a
     /// torn tail, make the consume queues agree with it, re-dispatch what they miss, and
     /// restore every queue's next offset.
     fn recover(&self, abnormal: bool, checkpoint: Checkpoint) -> Result<RecoveryReport> {

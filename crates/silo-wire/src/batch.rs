@@ -1,4 +1,4 @@
-//! The client batch encoding (spec 3.1): the body of `SEND_BATCH_MESSAGE`.
+//! The client batch encoding (docs/protocol.md §3.1): the body of `SEND_BATCH_MESSAGE`.
 //!
 //! ```text
 //! i32 totalSize (= 22 + bodyLen + propLen) | i32 magic (0) | i32 bodyCRC (0) | i32 flag

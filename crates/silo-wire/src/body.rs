@@ -1,4 +1,4 @@
-//! JSON bodies (spec 2.5, 2.6, 2.10, 2.12). Written as compact standard JSON with keys in
+//! JSON bodies (docs/protocol.md §2.5, §2.6, §2.10, §2.12). Written as compact standard JSON with keys in
 //! alphabetical order (fields are declared alphabetically) and quoted map keys; read with the
 //! fastjson quirk tolerated: bare integer map keys such as `{0:"10.0.0.7:10911"}`.
 

@@ -1,4 +1,4 @@
-//! Body CRC (spec 3.8) and tag hash code (spec 3.9).
+//! Body CRC (docs/protocol.md §3.8) and tag hash code (docs/protocol.md §3.9).
 
 /// `java.util.zip.CRC32` of `data`, masked to a non-negative `i32` as RocketMQ stores it.
 #[must_use]

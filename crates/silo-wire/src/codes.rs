@@ -1,4 +1,4 @@
-//! Request and response codes (spec 1.5, 1.7, 2.1).
+//! Request and response codes (docs/protocol.md §1.5, §1.7, §2.1).
 
 /// Request codes.
 pub mod request {

@@ -1,4 +1,4 @@
-//! Typed custom headers (spec 2.0-2.10): each request or response header is a struct whose
+//! Typed custom headers (docs/protocol.md §2.0-§2.10): each request or response header is a struct whose
 //! fields map to `extFields` keys. Required fields are plain types and missing ones are an
 //! error; optional fields are `Option`s and are omitted when `None`, as Java omits nulls.
 //!

@@ -1,4 +1,4 @@
-//! Remoting frames (spec 1.2): `i32 frameLength | i32 headerWord | header | body`.
+//! Remoting frames (docs/protocol.md §1.2): `i32 frameLength | i32 headerWord | header | body`.
 //!
 //! [`peek_frame`] is the sans-I/O core: given the bytes read so far it says "need more" or where
 //! the header and body of the first frame lie, after checking the declared length against the

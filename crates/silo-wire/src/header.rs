@@ -1,4 +1,4 @@
-//! The remoting command header (spec 1.3-1.6) in both serializations, JSON and ROCKETMQ binary.
+//! The remoting command header (docs/protocol.md §1.3-§1.6) in both serializations, JSON and ROCKETMQ binary.
 
 use std::fmt;
 
@@ -18,7 +18,7 @@ pub const FLAG_RESPONSE: i32 = 0x1;
 pub const FLAG_ONEWAY: i32 = 0x2;
 
 /// The version ordinal Silo puts into its commands: that of Apache RocketMQ 5.3.3, so that Java
-/// clients treat Silo as a current broker (spec 1.8).
+/// clients treat Silo as a current broker (docs/protocol.md §1.8).
 pub const SILO_VERSION: i32 = 479;
 
 /// How a header is serialized; the high byte of the frame's header word.
@@ -46,7 +46,7 @@ impl SerializeType {
     }
 }
 
-/// The sender's language (spec 1.6). JSON headers carry the name, binary headers the code.
+/// The sender's language (docs/protocol.md §1.6). JSON headers carry the name, binary headers the code.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct LanguageCode(pub u8);
 

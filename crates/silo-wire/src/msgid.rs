@@ -1,4 +1,4 @@
-//! Message ids (spec 3.7).
+//! Message ids (docs/protocol.md §3.7).
 //!
 //! The *offset* message id is what the broker returns as `msgId`: the uppercase hex of the store
 //! host's address, its port and the commit-log offset. It is how `VIEW_MESSAGE_BY_ID` finds a
@@ -112,7 +112,7 @@ pub fn parse_offset_msg_id(id: &str) -> Result<(SocketAddr, i64), DecodeError> {
     Ok((SocketAddr::new(ip, port), i64::from_be_bytes(*offset)))
 }
 
-/// Parts of a client unique id (`UNIQ_KEY`), spec 3.7.
+/// Parts of a client unique id (`UNIQ_KEY`), docs/protocol.md §3.7.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UniqIdParts {
     /// The producer's IPv4 address (IPv6 clients use 16 bytes; Silo's own client uses IPv4).

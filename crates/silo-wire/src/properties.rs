@@ -1,4 +1,4 @@
-//! The message properties string (spec 3.5): `key \u{1} value \u{2} key \u{1} value \u{2} ...`.
+//! The message properties string (docs/protocol.md §3.5): `key \u{1} value \u{2} key \u{1} value \u{2} ...`.
 //!
 //! [`PropertiesView`] reads keys straight out of the raw bytes (a record in a mapped segment, a
 //! header value) without building a map; [`write_properties`] appends pairs straight into an
@@ -16,7 +16,7 @@ pub const PROPERTY_SEPARATOR: u8 = 0x02;
 /// The properties length is a signed 16-bit field.
 pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
 
-/// Well-known property keys (spec 3.6).
+/// Well-known property keys (docs/protocol.md §3.6).
 pub mod keys {
     pub const KEYS: &str = "KEYS";
     pub const TAGS: &str = "TAGS";
@@ -95,7 +95,7 @@ impl<'a> PropertiesView<'a> {
         self.raw.is_empty()
     }
 
-    /// Entries in stored order, with the reader rules of spec 3.5: a pair without a `\u{1}`, or
+    /// Entries in stored order, with the reader rules of docs/protocol.md §3.5: a pair without a `\u{1}`, or
     /// with an empty key or value, is skipped; the first `\u{1}` splits key from value.
     /// Duplicates are yielded as they occur (use [`get`](Self::get) for last-wins lookup).
     pub fn iter(&self) -> impl Iterator<Item = (&'a str, &'a str)> + 'a {

@@ -1,4 +1,4 @@
-//! The stored message record (spec 3.2): the unit of the commit log, of pull response bodies
+//! The stored message record (docs/protocol.md §3.2): the unit of the commit log, of pull response bodies
 //! and of `VIEW_MESSAGE_BY_ID` bodies. Decoding borrows everything variable-length from the
 //! input (a mapped segment, a socket buffer); encoding writes straight into a `BufMut`.
 
@@ -23,7 +23,7 @@ pub const BLANK_LEN: usize = 8;
 /// Longest topic that the v1 record (a signed 1-byte length) carries.
 pub const MAX_V1_TOPIC_LEN: usize = i8::MAX as usize;
 
-/// sysFlag bits (spec 3.3).
+/// sysFlag bits (docs/protocol.md §3.3).
 pub mod sys_flag {
     pub const COMPRESSED: i32 = 0x1;
     pub const MULTI_TAGS: i32 = 0x2;

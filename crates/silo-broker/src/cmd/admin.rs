@@ -1,6 +1,6 @@
 //! Admin requests: topic create/delete/list (17, 215, 21), runtime info (28), topic and consumer
 //! statistics (202, 208), who consumes a topic and a group's connections (300, 203), view a
-//! message by id (33) and query by key (12); spec 2.9.
+//! message by id (33) and query by key (12); docs/protocol.md §2.9.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

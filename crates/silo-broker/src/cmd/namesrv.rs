@@ -1,4 +1,4 @@
-//! Name-server requests (spec 2.10): 100–106, 206 and DELETE_TOPIC_IN_NAMESRV (216).
+//! Name-server requests (docs/protocol.md §2.10): 100–106, 206 and DELETE_TOPIC_IN_NAMESRV (216).
 
 use std::time::Duration;
 

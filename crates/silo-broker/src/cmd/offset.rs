@@ -1,4 +1,4 @@
-//! The offset requests (spec 2.4): 14, 15, 29, 30, 31, 32.
+//! The offset requests (docs/protocol.md §2.4): 14, 15, 29, 30, 31, 32.
 
 use silo_wire::Frame;
 use silo_wire::codes::response as rs;

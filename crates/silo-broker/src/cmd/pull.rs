@@ -1,4 +1,4 @@
-//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling (spec 2.3).
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361), with long polling (docs/protocol.md §2.3).
 //!
 //! Found records go out as [`Body::Records`]: handles on the mapped commit log, written to the
 //! socket without an intermediate copy. A pull that finds nothing and may be suspended waits
@@ -167,7 +167,7 @@ impl Broker {
         Ok(parse_tags(&sub.sub_string))
     }
 
-    /// One read of the queue, mapped to a pull response (the status table of spec 2.3).
+    /// One read of the queue, mapped to a pull response (the status table of docs/protocol.md §2.3).
     fn read_queue(&self, opaque: i32, h: &PullMessageRequestHeader, codes: Option<&[i64]>, ext: ExtFields) -> Outgoing {
         let filter = codes.map_or(TagFilter::All, TagFilter::Codes);
         let max = usize::try_from(h.max_msg_nums).unwrap_or(32).clamp(1, 1024);

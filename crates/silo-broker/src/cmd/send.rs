@@ -1,5 +1,5 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320) and
-//! CONSUMER_SEND_MSG_BACK (36); spec 2.2, 2.7.
+//! CONSUMER_SEND_MSG_BACK (36); docs/protocol.md §2.2, §2.7.
 //!
 //! The body goes from the request's read buffer into the commit log in one copy: the store
 //! encodes the record around it. The properties string is built in a per-connection buffer.
@@ -174,7 +174,7 @@ impl Broker {
                     "a batch cannot be retried or delayed",
                 ));
             }
-            // Inner messages keep their own properties verbatim (spec 3.1).
+            // Inner messages keep their own properties verbatim (docs/protocol.md §3.1).
             let mut msgs = Vec::new();
             for entry in silo_wire::decode_batch(&frame.body) {
                 let entry = match entry {
@@ -222,7 +222,7 @@ impl Broker {
             };
             let mut props = std::mem::take(&mut conn.props);
             stored_properties(&mut props, client_props, &self.config.broker_cluster_name, add_uniq);
-            // Delayed messages wait in the schedule topic (spec 4.12).
+            // Delayed messages wait in the schedule topic (docs/protocol.md §4.12).
             let delay = view.get(keys::DELAY).and_then(|d| d.parse::<i64>().ok()).filter(|d| *d > 0);
             let (store_topic, store_queue) = match delay {
                 Some(level) => {
