@@ -1,7 +1,7 @@
 //! `silo-broker`: the broker and the embedded name server.
 //!
-//! Both speak RocketMQ's remoting protocol over tokio; each request family is handled in its
-//! own module under [`cmd`]. The broker keeps its messages in [`silo_store::Store`] and its
+//! The broker's policy is protocol-neutral, in [`core`]; [`cmd`] is the remoting adapter, one
+//! module per request family, dispatched from one table ([`cmd::table`]). The broker keeps its messages in [`silo_store::Store`] and its
 //! metadata in RocketMQ's JSON config files (`topics.json`, `consumerOffset.json`).
 
 pub mod alloc_probe;
@@ -10,6 +10,7 @@ pub mod clients;
 pub mod cmd;
 pub mod config;
 pub mod connection;
+pub mod core;
 pub mod namesrv;
 pub mod offsets;
 pub mod response;

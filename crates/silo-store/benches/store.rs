@@ -255,7 +255,7 @@ fn bench_sync_flush(c: &mut Criterion) {
                             for _ in 0..per {
                                 let t = Instant::now();
                                 let r = store.append(&mut app, &message(body, PROPS, (w % 8) as i32)).unwrap();
-                                store.wait_flushed(r.end_offset, Duration::from_secs(5)).unwrap();
+                                store.wait_durable(r.end_offset).unwrap();
                                 local.record(t.elapsed().as_micros() as u64).unwrap();
                             }
                             hist.lock().unwrap().add(&local).unwrap();

@@ -305,9 +305,8 @@ impl Store {
         &self.inner.config
     }
 
-    /// Appends one message. With [`FlushMode::Sync`] wait for durability with
-    /// [`wait_flushed`](Self::wait_flushed) (or [`flushed`](Self::flushed) from async code)
-    /// before acknowledging it.
+    /// Appends one message. Acknowledge it only after [`durable`](Self::durable) (or, from a
+    /// thread, [`wait_durable`](Self::wait_durable)) for its end offset.
     pub fn append(&self, appender: &mut Appender, msg: &MessageToStore<'_>) -> Result<AppendResult> {
         append_one(&self.inner, appender, msg)
     }
@@ -318,15 +317,23 @@ impl Store {
         append_batch(&self.inner, appender, msgs)
     }
 
-    /// Blocks until the commit log is on disk up to `end_offset` (group commit: one fsync
-    /// serves every waiter that arrived meanwhile).
-    pub fn wait_flushed(&self, end_offset: i64, timeout: Duration) -> Result<()> {
-        self.inner.wait_flushed(end_offset, timeout)
+    /// The durability wait: what an acknowledgement of the record ending at `end_offset` waits
+    /// for. With [`FlushMode::Sync`], until an fsync covers it (group commit: one fsync serves
+    /// every waiter that arrived meanwhile), within the configured timeout, else
+    /// [`StoreError::FlushTimeout`] (the message is stored but not known to be on disk); with
+    /// [`FlushMode::Async`], nothing. This is the one place that decides when a message counts
+    /// as durable, so it is where "also on a synchronous replica" plugs in.
+    pub async fn durable(&self, end_offset: i64) -> Result<()> {
+        match self.inner.config.flush {
+            FlushMode::Sync { timeout } => tokio::time::timeout(timeout, self.flushed(end_offset))
+                .await
+                .unwrap_or(Err(StoreError::FlushTimeout(timeout))),
+            FlushMode::Async { .. } => Ok(()),
+        }
     }
 
-    /// What an acknowledgement waits for: with [`FlushMode::Sync`], until an fsync covers
-    /// `end_offset` (or the configured timeout passes: [`StoreError::FlushTimeout`], the message
-    /// is stored but not known to be on disk); with [`FlushMode::Async`], nothing.
+    /// [`durable`](Self::durable) for code that runs on its own thread (same condition, same
+    /// timeout), blocking it.
     pub fn wait_durable(&self, end_offset: i64) -> Result<()> {
         match self.inner.config.flush {
             FlushMode::Sync { timeout } => self.inner.wait_flushed(end_offset, timeout),
@@ -344,8 +351,8 @@ impl Store {
         self.inner.flush_rounds.load(Ordering::Relaxed)
     }
 
-    /// Async form of [`wait_flushed`](Self::wait_flushed), without a timeout (wrap it).
-    pub async fn flushed(&self, end_offset: i64) -> Result<()> {
+    /// Waits, without a timeout, until the commit log is on disk up to `end_offset`.
+    async fn flushed(&self, end_offset: i64) -> Result<()> {
         let mut rx = self.inner.flushed_watch.subscribe();
         self.inner.request_flush(end_offset);
         loop {

@@ -13,7 +13,36 @@ use silo_wire::codes::response as rs;
 use silo_wire::custom::{CustomHeader, HeaderError};
 
 use crate::connection::Outgoing;
+use crate::core::BrokerError;
 use crate::response;
+
+/// The one mapping from the core's errors to RocketMQ response codes and remarks (the remarks
+/// are the Java broker's where clients or operators read them).
+pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
+    use silo_store::StoreError;
+    let code = match e {
+        BrokerError::BadHeader(_)
+        | BrokerError::BadBody(_)
+        | BrokerError::InvalidTopic(_)
+        | BrokerError::NoSuchQueue { .. }
+        | BrokerError::NoSuchReadQueue { .. } => rs::INVALID_PARAMETER,
+        BrokerError::TopicNotExist(_) => rs::TOPIC_NOT_EXIST,
+        BrokerError::WriteForbidden(_) | BrokerError::ReadForbidden(_) | BrokerError::TransactionsUnsupported => {
+            rs::NO_PERMISSION
+        }
+        BrokerError::BatchRetryOrDelay | BrokerError::BadBatch(_) | BrokerError::EmptyBatch => rs::MESSAGE_ILLEGAL,
+        BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt => rs::SYSTEM_ERROR,
+        BrokerError::Store(s) => match s {
+            StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
+                rs::MESSAGE_ILLEGAL
+            }
+            StoreError::FlushTimeout(_) => rs::FLUSH_DISK_TIMEOUT,
+            StoreError::ShutDown => rs::SERVICE_NOT_AVAILABLE,
+            _ => rs::SYSTEM_ERROR,
+        },
+    };
+    response::error(opaque, code, e.to_string())
+}
 
 /// Reads the request's custom header, or the error response that says which field is wrong.
 pub fn header<H: CustomHeader>(frame: &Frame) -> Result<H, Outgoing> {

@@ -1,0 +1,41 @@
+//! The core's one error type. The remoting adapter maps each variant to a RocketMQ response
+//! code and remark in one place (`cmd::error_response`).
+
+use silo_store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BrokerError {
+    #[error("bad request header: {0}")]
+    BadHeader(String),
+    #[error("bad request body: {0}")]
+    BadBody(String),
+    #[error("the topic[{0}] is invalid")]
+    InvalidTopic(String),
+    #[error("topic[{0}] not exist, apply first please!")]
+    TopicNotExist(String),
+    #[error("the topic[{0}] sending message is forbidden")]
+    WriteForbidden(String),
+    #[error("the topic[{0}] pulling message is forbidden")]
+    ReadForbidden(String),
+    /// A send to a queue the topic does not have.
+    #[error("request queueId[{queue_id}] is illegal, topic has {queues} queues")]
+    NoSuchQueue { queue_id: i32, queues: i32 },
+    /// A pull from a queue the topic does not have.
+    #[error("queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}]")]
+    NoSuchReadQueue { topic: String, queue_id: i32, read_queues: i32 },
+    #[error("a batch cannot be retried or delayed")]
+    BatchRetryOrDelay,
+    #[error("bad batch body: {0}")]
+    BadBatch(silo_wire::DecodeError),
+    #[error("empty batch")]
+    EmptyBatch,
+    #[error("transactional messages are not supported")]
+    TransactionsUnsupported,
+    /// CONSUMER_SEND_MSG_BACK for an offset that holds no readable record.
+    #[error("look message by offset failed, {0}")]
+    NoMessageAt(i64),
+    #[error("stored record does not decode")]
+    StoredRecordCorrupt,
+    #[error("{0}")]
+    Store(#[from] StoreError),
+}
