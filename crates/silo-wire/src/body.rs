@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize, de::DeserializeOwned};
 
 use crate::error::{DecodeError, DecodeErrorKind};
+use crate::lenient;
 
 /// Nesting limit of the bare-key rewriter (serde_json's own limit is 128).
 const MAX_DEPTH: usize = 128;
@@ -147,9 +148,29 @@ fn object_end(input: &[u8], start: usize) -> Result<usize, DecodeError> {
 
 /// Parses a JSON body written by Java, Go or Silo.
 pub fn decode_json_body<T: DeserializeOwned>(body: &[u8]) -> Result<T, DecodeError> {
+    // Every body is an object; serde would also fill a struct from an array, fastjson refuses.
+    if let Some(at) = body.iter().position(|b| !b.is_ascii_whitespace())
+        && body.get(at) != Some(&b'{')
+    {
+        return Err(DecodeError::new(at, DecodeErrorKind::InvalidJson("a body must be a JSON object".into())));
+    }
     let text = quote_bare_keys(body)?;
     // Offsets refer to the rewritten text when bare keys were quoted (each quoting shifts by 2).
-    serde_json::from_slice(&text).map_err(|e| crate::error::json_error(&text, &e))
+    // The error names the field it is about (`consumerDataSet[0].consumeType: ...`).
+    let mut de = serde_json::Deserializer::from_slice(&text);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        let mut err = crate::error::json_error(&text, &inner);
+        if path != "."
+            && let DecodeErrorKind::InvalidJson(msg) = &mut err.kind
+        {
+            *msg = format!("{path}: {msg}");
+        }
+        err
+    })?;
+    de.end().map_err(|e| crate::error::json_error(&text, &e))?;
+    Ok(value)
 }
 
 /// Writes a body as compact standard JSON.
@@ -184,29 +205,46 @@ impl<'de> Deserialize<'de> for TagCode {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SubscriptionData {
+    #[serde(deserialize_with = "lenient::boolean")]
     pub class_filter_mode: bool,
+    #[serde(deserialize_with = "lenient::or_empty")]
     pub code_set: Vec<TagCode>,
+    #[serde(deserialize_with = "lenient::opt_string")]
     pub expression_type: Option<String>,
+    #[serde(deserialize_with = "lenient::string")]
     pub sub_string: String,
+    #[serde(deserialize_with = "lenient::long")]
     pub sub_version: i64,
+    #[serde(deserialize_with = "lenient::strings")]
     pub tags_set: Vec<String>,
+    #[serde(deserialize_with = "lenient::string")]
     pub topic: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConsumerData {
+    /// The `ConsumeFromWhere` constant's name (clients may send its ordinal).
+    #[serde(deserialize_with = "lenient::consume_from_where")]
     pub consume_from_where: String,
+    /// The `ConsumeType` constant's name (clients may send its ordinal).
+    #[serde(deserialize_with = "lenient::consume_type")]
     pub consume_type: String,
+    #[serde(deserialize_with = "lenient::string")]
     pub group_name: String,
+    /// The `MessageModel` constant's name (clients may send its ordinal).
+    #[serde(deserialize_with = "lenient::message_model")]
     pub message_model: String,
+    #[serde(deserialize_with = "lenient::or_empty")]
     pub subscription_data_set: Vec<SubscriptionData>,
+    #[serde(deserialize_with = "lenient::boolean")]
     pub unit_mode: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ProducerData {
+    #[serde(deserialize_with = "lenient::string")]
     pub group_name: String,
 }
 
@@ -214,15 +252,15 @@ pub struct ProducerData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HeartbeatData {
-    #[serde(rename = "clientID")]
+    #[serde(rename = "clientID", deserialize_with = "lenient::string")]
     pub client_id: String,
-    #[serde(rename = "consumerDataSet")]
+    #[serde(rename = "consumerDataSet", deserialize_with = "lenient::or_empty")]
     pub consumer_data_set: Vec<ConsumerData>,
-    #[serde(rename = "heartbeatFingerprint")]
+    #[serde(rename = "heartbeatFingerprint", deserialize_with = "lenient::int")]
     pub heartbeat_fingerprint: i32,
-    #[serde(rename = "producerDataSet")]
+    #[serde(rename = "producerDataSet", deserialize_with = "lenient::or_empty")]
     pub producer_data_set: Vec<ProducerData>,
-    #[serde(rename = "withoutSub")]
+    #[serde(rename = "withoutSub", deserialize_with = "lenient::boolean")]
     pub without_sub: bool,
 }
 
@@ -267,21 +305,32 @@ pub struct TopicRouteData {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct DataVersion {
+    #[serde(deserialize_with = "lenient::long")]
     pub counter: i64,
+    #[serde(deserialize_with = "lenient::long")]
     pub state_version: i64,
+    #[serde(deserialize_with = "lenient::long")]
     pub timestamp: i64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfig {
+    #[serde(deserialize_with = "lenient::or_empty")]
     pub attributes: BTreeMap<String, String>,
+    #[serde(deserialize_with = "lenient::boolean")]
     pub order: bool,
+    #[serde(deserialize_with = "lenient::int")]
     pub perm: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub read_queue_nums: i32,
+    #[serde(deserialize_with = "lenient::string")]
     pub topic_filter_type: String,
+    #[serde(deserialize_with = "lenient::string")]
     pub topic_name: String,
+    #[serde(deserialize_with = "lenient::int")]
     pub topic_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::int")]
     pub write_queue_nums: i32,
 }
 
@@ -303,6 +352,7 @@ pub struct TopicConfigSerializeWrapper {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct RegisterBrokerBody {
+    #[serde(deserialize_with = "lenient::strings")]
     pub filter_server_list: Vec<String>,
     pub topic_config_serialize_wrapper: TopicConfigSerializeWrapper,
 }

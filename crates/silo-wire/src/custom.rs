@@ -74,8 +74,10 @@ impl ExtValue for ExtStr {
 macro_rules! int_ext_value {
     ($($t:ty),*) => {$(
         impl ExtValue for $t {
+            /// Java's `Integer.parseInt` / `Long.parseLong`: an optional sign and digits,
+            /// nothing around them (`" 12"` is refused, as the Java broker refuses it).
             fn parse_ext(s: &ExtStr) -> Option<Self> {
-                s.trim().parse().ok()
+                s.parse().ok()
             }
             fn render_ext(&self) -> ExtStr {
                 ExtStr::format(format_args!("{self}"))

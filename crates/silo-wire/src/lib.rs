@@ -12,6 +12,7 @@
 //! | [`custom`] | typed custom headers carried in `extFields` |
 //! | [`ext_str`] | the string type of header fields, shared with the frame |
 //! | [`body`] | JSON bodies (heartbeat, route data, broker registration) |
+//! | [`lenient`] | JSON field readers that accept what the Java broker's parser accepts |
 //! | [`batch`] | the client batch encoding of `SEND_BATCH_MESSAGE` |
 //! | [`record`] | the stored message record of the commit log and pull bodies |
 //! | [`properties`] | the message properties string |
@@ -28,6 +29,7 @@ pub mod error;
 pub mod ext_str;
 pub mod frame;
 pub mod header;
+pub mod lenient;
 pub mod msgid;
 pub mod properties;
 mod reader;

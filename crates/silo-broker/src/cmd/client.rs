@@ -8,6 +8,7 @@ use silo_wire::Frame;
 use silo_wire::body::{ConsumerListBody, HeartbeatData, SubscriptionData, encode_json_body};
 use silo_wire::codes::response as rs;
 use silo_wire::custom::{ConsumerGroupRequestHeader, UnregisterClientRequestHeader};
+use silo_wire::lenient;
 
 use crate::broker::Broker;
 use crate::connection::{Channel, Outgoing};
@@ -17,16 +18,22 @@ use crate::try_reply;
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct MessageQueue {
+    #[serde(deserialize_with = "lenient::string")]
     broker_name: String,
+    #[serde(deserialize_with = "lenient::int")]
     queue_id: i32,
+    #[serde(deserialize_with = "lenient::string")]
     topic: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 struct LockBatchRequest {
+    #[serde(deserialize_with = "lenient::string")]
     client_id: String,
+    #[serde(deserialize_with = "lenient::string")]
     consumer_group: String,
+    #[serde(deserialize_with = "lenient::or_empty")]
     mq_set: Vec<MessageQueue>,
 }
 
