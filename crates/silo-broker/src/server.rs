@@ -68,11 +68,16 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
                     if frame.header.is_response() {
                         continue; // answers to our notifications
                     }
+                    let code = frame.header.code;
                     let out = match &role {
                         Role::Broker(b) => b.handle(&mut conn, &channel, frame),
                         Role::NameServer(t) => cmd::namesrv::handle(t, &frame),
                     };
                     if let Some(out) = out {
+                        if let Some(problem) = out.header.remark.as_deref().filter(|r| r.starts_with("bad request")) {
+                            // Input the Java broker would refuse too: say who sent it and what.
+                            tracing::warn!(client = %remote, request = code, %problem, "request refused");
+                        }
                         channel.send(out);
                     }
                 }

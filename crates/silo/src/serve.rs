@@ -55,7 +55,8 @@ pub enum Mode {
 
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("SILO_LOG").unwrap_or_else(|_| "info".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_target(false).try_init();
+    let _ =
+        tracing_subscriber::fmt().with_writer(std::io::stderr).with_env_filter(filter).with_target(false).try_init();
 }
 
 fn broker_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
