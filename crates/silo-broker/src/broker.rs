@@ -132,7 +132,7 @@ impl Broker {
             let channel = channel.clone();
             let handler = *handler;
             tokio::spawn(async move {
-                broker.store.caught_up(crate::cmd::pull::CATCH_UP).await;
+                broker.store.caught_up(crate::core::pull::CATCH_UP).await;
                 if let Some(out) = handler(&broker, &mut ConnState::default(), &channel, frame)
                     && !oneway
                 {

@@ -31,7 +31,12 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
             rs::NO_PERMISSION
         }
         BrokerError::BatchRetryOrDelay | BrokerError::BadBatch(_) | BrokerError::EmptyBatch => rs::MESSAGE_ILLEGAL,
-        BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt => rs::SYSTEM_ERROR,
+        BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt | BrokerError::FilterUnsupported => {
+            rs::SYSTEM_ERROR
+        }
+        BrokerError::SubscriptionParseFailed(_) => rs::SUBSCRIPTION_PARSE_FAILED,
+        BrokerError::SubscriptionNotExist { .. } => rs::SUBSCRIPTION_NOT_EXIST,
+        BrokerError::SubscriptionNotLatest => rs::SUBSCRIPTION_NOT_LATEST,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

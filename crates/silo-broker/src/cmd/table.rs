@@ -54,7 +54,7 @@ const fn namesrv(code: i32, name: &'static str, handler: NameServerHandler) -> R
 /// Every request Silo answers, sorted by code.
 pub static REQUESTS: &[Request] = &[
     broker(rq::SEND_MESSAGE, "SEND_MESSAGE", |b, c, ch, f| b.send_message(c, ch, f)),
-    broker(rq::PULL_MESSAGE, "PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f, true)),
+    broker(rq::PULL_MESSAGE, "PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
     broker_after_dispatch(rq::QUERY_MESSAGE, "QUERY_MESSAGE", |b, _, _, f| Some(b.query_message(&f))),
     broker(rq::QUERY_CONSUMER_OFFSET, "QUERY_CONSUMER_OFFSET", |b, _, _, f| Some(b.query_consumer_offset(&f))),
     broker(rq::UPDATE_CONSUMER_OFFSET, "UPDATE_CONSUMER_OFFSET", |b, _, _, f| Some(b.update_consumer_offset(&f))),
@@ -100,7 +100,7 @@ pub static REQUESTS: &[Request] = &[
     broker(rq::SEND_MESSAGE_V2, "SEND_MESSAGE_V2", |b, c, ch, f| b.send_message(c, ch, f)),
     broker(rq::SEND_BATCH_MESSAGE, "SEND_BATCH_MESSAGE", |b, c, ch, f| b.send_message(c, ch, f)),
     broker(rq::GET_TOPIC_CONFIG, "GET_TOPIC_CONFIG", |b, _, _, f| Some(b.topic_config(&f))),
-    broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f, true)),
+    broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
 ];
 
 /// The row for `code`, if Silo answers it.

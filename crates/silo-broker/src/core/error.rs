@@ -37,5 +37,14 @@ pub enum BrokerError {
     #[error("stored record does not decode")]
     StoredRecordCorrupt,
     #[error("{0}")]
+    SubscriptionParseFailed(String),
+    #[error("the consumer's subscription not exist, group: {group} topic: {topic}")]
+    SubscriptionNotExist { group: String, topic: String },
+    #[error("the consumer's subscription not latest")]
+    SubscriptionNotLatest,
+    /// A subscription with an expression type other than TAG (SQL92).
+    #[error("The broker does not support consumer to filter message by SQL92")]
+    FilterUnsupported,
+    #[error("{0}")]
     Store(#[from] StoreError),
 }
