@@ -1,0 +1,243 @@
+//! `silo bench`: load against any RocketMQ-compatible broker (Silo, Apache RocketMQ,
+//! rocketmq-rust), through the name server, with Silo's own client.
+//!
+//! - `produce`: K producers (each its own connections), sync (one send in flight per
+//!   producer) or pipelined (`--inflight` sends in flight per producer), single messages or
+//!   batches, for a count or a duration.
+//! - `consume`: catch-up over the backlog of a topic, every queue pulled at once.
+//! - `e2e`: produce and consume at once; latency is born-to-consume, measured with a clock
+//!   stamp in the body (same process, monotonic).
+//!
+//! Reported: msgs/s, MB/s, latency percentiles from an HDR histogram, errors, and for a local
+//! broker (`--broker-pid`) its CPU seconds and RSS, and for a broker built with allocation
+//! counting, allocations and bytes allocated per message. A live progress line while it runs;
+//! a JSON report (`--report`) with the machine and every parameter at the end.
+
+mod consume;
+mod e2e;
+mod produce;
+mod progress;
+mod report;
+mod sampler;
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use clap::{Args, Subcommand, ValueEnum};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use silo_client::{Admin, Client, ClientConfig, TopicSpec};
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    #[command(subcommand)]
+    workload: Workload,
+}
+
+#[derive(Subcommand, Debug)]
+enum Workload {
+    /// Send messages as fast as the broker takes them.
+    Produce(ProduceArgs),
+    /// Consume the backlog of a topic from its first offset (catch-up).
+    Consume(ConsumeArgs),
+    /// Produce and consume at once; latency from send to receipt.
+    E2e(E2eArgs),
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct Common {
+    /// Name server address(es), `host:port;host:port` (default: $NAMESRV_ADDR, else 127.0.0.1:9876).
+    #[arg(short = 'n', long, env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
+    namesrv: String,
+    #[arg(short = 't', long, default_value = "SiloBench")]
+    topic: String,
+    /// Write the JSON report here.
+    #[arg(long)]
+    #[serde(skip)]
+    report: Option<PathBuf>,
+    /// Process id of a local broker (repeat for its name server): report its CPU time and RSS.
+    #[arg(long = "broker-pid")]
+    broker_pids: Vec<u32>,
+    /// Request timeout, milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum Mode {
+    /// One send in flight per producer: each waits for its answer.
+    Sync,
+    /// `--inflight` sends in flight per producer.
+    Pipelined,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct ProduceArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    /// Body size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Stop after this many messages.
+    #[arg(long)]
+    count: Option<u64>,
+    /// Stop after this many seconds (default 10 when --count is not given).
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Producers, each with its own connections.
+    #[arg(long, default_value_t = 1)]
+    producers: usize,
+    #[arg(long, value_enum, default_value_t = Mode::Pipelined)]
+    mode: Mode,
+    /// Requests in flight per producer (pipelined mode).
+    #[arg(long, default_value_t = 64)]
+    inflight: usize,
+    /// Messages per request (SEND_BATCH_MESSAGE when more than 1).
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Create the topic with this many queues on every broker first (0: leave it as it is).
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct ConsumeArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    /// Consumer group.
+    #[arg(short = 'g', long, default_value = "silo-bench-consumer")]
+    group: String,
+    /// Stop after this many messages (default: the whole backlog present at the start).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Messages per pull request.
+    #[arg(long, default_value_t = 32)]
+    pull_batch: i32,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct E2eArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Seconds to produce for.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    #[arg(long, default_value_t = 1)]
+    producers: usize,
+    /// Requests in flight per producer.
+    #[arg(long, default_value_t = 16)]
+    inflight: usize,
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+    #[arg(short = 'g', long, default_value = "silo-bench-e2e")]
+    group: String,
+}
+
+/// Counters shared by the workers and the progress line.
+#[derive(Debug, Default)]
+struct Counters {
+    msgs: AtomicU64,
+    bytes: AtomicU64,
+    errors: AtomicU64,
+    first_error: std::sync::Mutex<Option<String>>,
+}
+
+impl Counters {
+    fn error(&self, n: u64, e: &dyn std::fmt::Display) {
+        self.errors.fetch_add(n, Ordering::Relaxed);
+        let mut first = self.first_error.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if first.is_none() {
+            *first = Some(e.to_string());
+        }
+    }
+}
+
+/// When to stop: after a number of messages (tickets) or at a deadline.
+#[derive(Debug)]
+struct Stop {
+    tickets: Option<AtomicU64>,
+    deadline: Option<Instant>,
+    stopped: AtomicBool,
+}
+
+impl Stop {
+    fn new(count: Option<u64>, duration: Option<f64>) -> Self {
+        Self {
+            tickets: count.map(AtomicU64::new),
+            deadline: duration.map(|d| Instant::now() + Duration::from_secs_f64(d)),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Takes `n` messages' worth of work; `false` once the run is over.
+    fn take(&self, n: u64) -> bool {
+        if self.stopped.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return false;
+        }
+        match &self.tickets {
+            None => true,
+            Some(t) => t.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| left.checked_sub(n)).is_ok(),
+        }
+    }
+}
+
+fn histogram() -> Histogram<u64> {
+    // 1 µs to 100 s at 3 significant digits; the bounds are constants, so this cannot fail.
+    Histogram::new_with_bounds(1, 100_000_000, 3).expect("constant histogram bounds are valid")
+}
+
+fn client(common: &Common) -> Client {
+    let mut config = ClientConfig::new(&common.namesrv);
+    config.timeout = Duration::from_millis(common.timeout_ms);
+    Client::new(config)
+}
+
+pub fn run(args: BenchArgs) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        match args.workload {
+            Workload::Produce(a) => produce::produce(a).await,
+            Workload::Consume(a) => consume::consume(a).await,
+            Workload::E2e(a) => e2e::e2e(a).await,
+        }
+    })
+}
+
+fn body_of(size: usize) -> Bytes {
+    // Not all one byte, so that nothing along the way can compress it away.
+    Bytes::from((0..size).map(|i| (i as u8).wrapping_mul(31).wrapping_add(7)).collect::<Vec<u8>>())
+}
+
+async fn ensure_topic(common: &Common, queues: i32) -> anyhow::Result<()> {
+    if queues <= 0 {
+        return Ok(());
+    }
+    let admin = Admin::new(client(common));
+    admin
+        .create_topic(None, &TopicSpec::new(&common.topic, queues))
+        .await
+        .with_context(|| format!("cannot create topic {} with {queues} queues", common.topic))?;
+    // The name server learns of the topic when the broker registers: wait for the route.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(route) = admin.route(&common.topic).await?
+            && route.queue_datas.iter().all(|q| q.write_queue_nums == queues)
+            && !route.queue_datas.is_empty()
+        {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            bail!("topic {} has no route with {queues} queues 60 s after it was created", common.topic);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -1,0 +1,71 @@
+//! `silo bench produce`: K producers sending single messages or batches, one or many sends in
+//! flight each, for a count or a duration.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use anyhow::bail;
+use silo_client::{Admin, Message, Producer, ProducerConfig};
+
+use super::progress::progress;
+use super::report::{Outcome, finish_report};
+use super::sampler::{BrokerSampler, own_allocs};
+use super::{Counters, Mode, ProduceArgs, Stop, body_of, client, ensure_topic, histogram};
+
+pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
+    if args.size == 0 || args.batch == 0 || args.producers == 0 || args.inflight == 0 {
+        bail!("--size, --batch, --producers and --inflight must be at least 1");
+    }
+    ensure_topic(&args.common, args.queues).await?;
+    let duration = args.duration.or(if args.count.is_none() { Some(10.0) } else { None });
+    let stop = Arc::new(Stop::new(args.count, duration));
+    let counters = Arc::new(Counters::default());
+    let body = body_of(args.size);
+    let batch: Arc<Vec<Message>> = Arc::new((0..args.batch).map(|_| Message::new(body.clone())).collect());
+    let per_producer = if args.mode == Mode::Sync { 1 } else { args.inflight };
+    let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
+    let end_progress = progress(counters.clone(), "produce", args.count, duration);
+    let allocs_start = own_allocs();
+    let start = Instant::now();
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..args.producers {
+        let producer = Arc::new(Producer::new(client(&args.common), ProducerConfig::default()));
+        for _ in 0..per_producer {
+            let (producer, stop, counters, batch) = (producer.clone(), stop.clone(), counters.clone(), batch.clone());
+            let topic = args.common.topic.clone();
+            workers.spawn(async move {
+                let mut h = histogram();
+                let n = batch.len() as u64;
+                let bytes = n * batch.first().map_or(0, |m| m.body.len() as u64);
+                while stop.take(n) {
+                    let t = Instant::now();
+                    let r = match batch.as_slice() {
+                        [one] => producer.send(&topic, one).await,
+                        many => producer.send_batch(&topic, many).await,
+                    };
+                    match r {
+                        Ok(_) => {
+                            let _ = h.record(t.elapsed().as_micros().max(1) as u64);
+                            counters.msgs.fetch_add(n, Ordering::Relaxed);
+                            counters.bytes.fetch_add(bytes, Ordering::Relaxed);
+                        }
+                        Err(e) => counters.error(n, &e),
+                    }
+                }
+                h
+            });
+        }
+    }
+    let mut latency = histogram();
+    while let Some(h) = workers.join_next().await {
+        latency.add(h?)?;
+    }
+    let elapsed = start.elapsed();
+    end_progress();
+    let msgs = counters.msgs.load(Ordering::Relaxed);
+    let broker = sampler.finish(msgs).await;
+    let outcome =
+        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker };
+    finish_report("produce", &args, outcome, args.common.report.as_ref())
+}
