@@ -240,86 +240,141 @@ pub struct ServeOptions {
     pub broker: Option<crate::BrokerConfig>,
 }
 
-/// Runs until SIGINT/SIGTERM, then shuts down gracefully: stop accepting, persist offsets,
-/// unregister, flush and checkpoint the store.
-pub async fn run(options: ServeOptions) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+impl ServeOptions {
+    /// A broker with an embedded name server on free loopback ports, its store under
+    /// `data_dir`: what tests start.
+    pub fn local(data_dir: &std::path::Path) -> Self {
+        let broker =
+            crate::BrokerConfig { store_path_root_dir: data_dir.to_owned(), listen_port: 0, ..Default::default() };
+        Self { namesrv: Some(SocketAddr::from(([127, 0, 0, 1], 0))), broker: Some(broker) }
+    }
+}
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A running name server and/or broker, started by [`start`].
+#[derive(Debug)]
+pub struct Running {
+    /// Where the embedded name server listens.
+    pub namesrv_addr: Option<SocketAddr>,
+    /// Where the broker listens.
+    pub broker_addr: Option<SocketAddr>,
+    pub broker: Option<Arc<Broker>>,
+    pub routes: Option<Arc<RouteTable>>,
+    shutdown: watch::Sender<bool>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Binds the listeners, opens the store, and starts serving with every background task
+/// (housekeeping, the delay scheduler, registration with external name servers). A port 0 in
+/// the options takes a free port (see [`Running`] for the ones taken). The embedded name
+/// server accepts only once the broker has registered.
+pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let routes = options.namesrv.map(|_| Arc::new(RouteTable::new()));
     // The name server's port is taken now, but it accepts only once the embedded broker has
     // registered its topics: a client that connects at once must not be told "no route" for a
     // topic the broker has (connections that arrive meanwhile wait in the backlog).
-    let mut namesrv_listener = None;
+    let mut namesrv = None;
+    let mut namesrv_addr = None;
     if let (Some(addr), Some(table)) = (options.namesrv, &routes) {
         let listener =
             TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
-        namesrv_listener = Some((addr, listener, table.clone()));
-        let table = table.clone();
-        let mut rx = shutdown_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(5));
-            loop {
-                tokio::select! { _ = tick.tick() => { table.expire(Instant::now()); } _ = rx.changed() => return }
-            }
-        }));
+        namesrv_addr = Some(listener.local_addr()?);
+        namesrv = Some((listener, table.clone()));
     }
-    let mut broker_handle = None;
-    let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(SocketAddr, TcpListener, Arc<RouteTable>)>| {
-        if let Some((addr, listener, table)) = namesrv {
-            tracing::info!(%addr, "name server listening");
-            tasks.push(tokio::spawn(serve(
-                listener,
-                Role::NameServer(table),
-                Duration::from_secs(120),
-                shutdown_rx.clone(),
-            )));
+    let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>| {
+        if let Some((listener, table)) = namesrv {
+            tracing::info!(addr = ?listener.local_addr().ok(), "name server listening");
+            let rx = shutdown_rx.clone();
+            tasks.push(tokio::spawn(serve(listener, Role::NameServer(table.clone()), Duration::from_secs(120), rx)));
+            let mut rx = shutdown_rx.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut tick = tokio::time::interval(Duration::from_secs(5));
+                loop {
+                    tokio::select! { _ = tick.tick() => { table.expire(Instant::now()); } _ = rx.changed() => return }
+                }
+            }));
         }
     };
-    if options.broker.is_none() {
-        start_namesrv(&mut tasks, namesrv_listener.take());
-    }
-    if let Some(config) = options.broker {
-        let listen = config.broker_addr();
-        let data = config.store_path_root_dir.clone();
-        let idle = config.channel_idle;
-        // An embedded name server gets the registration in-process; external ones by TCP.
-        let embedded = if config.namesrv_addr.is_empty() { routes.clone() } else { None };
-        let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
-        let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
-        // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
-        let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
-        match TcpListener::bind(vip).await {
-            Ok(l) => tasks.push(tokio::spawn(serve(l, Role::Broker(broker.clone()), idle, shutdown_rx.clone()))),
-            Err(e) => {
-                tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
-            }
+    let mut running = Running {
+        namesrv_addr,
+        broker_addr: None,
+        broker: None,
+        routes: routes.clone(),
+        shutdown: shutdown_tx,
+        tasks: Vec::new(),
+    };
+    let Some(mut config) = options.broker else {
+        start_namesrv(&mut tasks, namesrv);
+        running.tasks = tasks;
+        return Ok(running);
+    };
+    let listen = config.broker_addr();
+    let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
+    // Routes point at the port actually taken (a free one when the options said 0).
+    config.listen_port = listener.local_addr()?.port();
+    let listen = config.broker_addr();
+    let data = config.store_path_root_dir.clone();
+    let idle = config.channel_idle;
+    // An embedded name server gets the registration in-process; external ones by TCP.
+    let embedded = if config.namesrv_addr.is_empty() { routes.clone() } else { None };
+    let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
+    // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
+    let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
+    match TcpListener::bind(vip).await {
+        Ok(l) => tasks.push(tokio::spawn(serve(l, Role::Broker(broker.clone()), idle, shutdown_rx.clone()))),
+        Err(e) => {
+            tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
         }
-        // Routes point at the broker's port: it is bound before anyone can ask for them.
-        start_namesrv(&mut tasks, namesrv_listener.take());
-        tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
-            data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
-            "broker listening");
-        tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
-        tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
-        tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
-        if !broker.config.namesrv_addr.is_empty() {
-            tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
-        }
-        broker_handle = Some(broker);
     }
-    wait_for_signal().await;
+    start_namesrv(&mut tasks, namesrv);
+    tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
+        data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
+        "broker listening");
+    tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
+    tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
+    tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
+    if !broker.config.namesrv_addr.is_empty() {
+        tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
+    }
+    running.broker_addr = Some(listen);
+    running.broker = Some(broker);
+    running.tasks = tasks;
+    Ok(running)
+}
+
+impl Running {
+    /// Stops gracefully: stop accepting, persist offsets, unregister, flush and checkpoint the
+    /// store.
+    pub async fn shutdown(self) -> Result<(), BoxError> {
+        let _ = self.shutdown.send(true);
+        for t in self.tasks {
+            let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
+        }
+        if let Some(broker) = self.broker {
+            broker.offsets.persist()?;
+            let store = broker.store.clone();
+            tokio::task::spawn_blocking(move || store.shutdown()).await??;
+            tracing::info!("store flushed and checkpointed");
+        }
+        Ok(())
+    }
+}
+
+/// Serves until `shutdown` completes (`silo serve` passes SIGINT/SIGTERM), then stops
+/// gracefully.
+pub async fn run(options: ServeOptions, shutdown: impl std::future::Future<Output = ()>) -> Result<(), BoxError> {
+    let running = start(options).await?;
+    shutdown.await;
     tracing::info!("shutting down");
-    let _ = shutdown_tx.send(true);
-    for t in tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
-    }
-    if let Some(broker) = broker_handle {
-        broker.offsets.persist()?;
-        let store = broker.store.clone();
-        tokio::task::spawn_blocking(move || store.shutdown()).await??;
-        tracing::info!("store flushed and checkpointed");
-    }
-    Ok(())
+    running.shutdown().await
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn signal() {
+    wait_for_signal().await;
 }
 
 async fn wait_for_signal() {

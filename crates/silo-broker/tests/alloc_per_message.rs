@@ -12,14 +12,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
-use silo_broker::server::{Role, serve};
-use silo_broker::{Broker, BrokerConfig};
 use silo_wire::codes::{request as rq, response as rs};
 use silo_wire::custom::{CustomHeader, PullMessageRequestHeader, SendMessageRequestHeaderV2, pull_sys_flag};
 use silo_wire::frame::{FrameDecoder, encode_frame};
 use silo_wire::{LanguageCode, RemotingHeader, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 struct Counting;
 
@@ -156,13 +154,10 @@ fn check_responses(bytes: &[u8], n: usize, code: i32, mut check: impl FnMut(&sil
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_and_pulls_allocate_little_per_message() {
     let dir = tempfile::tempdir().unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let config =
-        BrokerConfig { store_path_root_dir: dir.path().to_owned(), listen_port: addr.port(), ..Default::default() };
-    let broker = Broker::open(config, None).unwrap();
-    let (_shutdown, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(serve(listener, Role::Broker(broker.clone()), Duration::from_secs(120), rx));
+    let options =
+        silo_broker::server::ServeOptions { namesrv: None, ..silo_broker::server::ServeOptions::local(dir.path()) };
+    let running = silo_broker::server::start(options).await.unwrap();
+    let (addr, broker) = (running.broker_addr.unwrap(), running.broker.clone().unwrap());
     let mut stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
     let mut responses = Vec::with_capacity(4 << 20);

@@ -7,8 +7,9 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use silo_broker::Broker;
+use silo_broker::server::ServeOptions;
 use silo_broker::server::{Role, serve};
-use silo_broker::{Broker, BrokerConfig};
 use silo_wire::body::{
     ConsumerData, HeartbeatData, SubscriptionData, TagCode, TopicRouteData, decode_json_body, encode_json_body,
 };
@@ -23,27 +24,18 @@ struct Cluster {
     namesrv: SocketAddr,
     broker: SocketAddr,
     _dir: tempfile::TempDir,
-    _shutdown: tokio::sync::watch::Sender<bool>,
+    _running: silo_broker::server::Running,
     broker_state: std::sync::Arc<Broker>,
 }
 
 async fn start() -> Cluster {
     let dir = tempfile::tempdir().unwrap();
-    let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let br_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (namesrv, broker_addr) = (ns_listener.local_addr().unwrap(), br_listener.local_addr().unwrap());
-    let config = BrokerConfig {
-        store_path_root_dir: dir.path().to_owned(),
-        listen_port: broker_addr.port(),
-        mapped_file_size_commit_log: 1 << 20,
-        ..Default::default()
-    };
-    let routes = std::sync::Arc::new(silo_broker::namesrv::RouteTable::new());
-    let broker = Broker::open(config, Some(routes.clone())).unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(serve(ns_listener, Role::NameServer(routes), Duration::from_secs(120), rx.clone()));
-    tokio::spawn(serve(br_listener, Role::Broker(broker.clone()), Duration::from_secs(120), rx));
-    Cluster { namesrv, broker: broker_addr, _dir: dir, _shutdown: tx, broker_state: broker }
+    let mut options = ServeOptions::local(dir.path());
+    options.broker.as_mut().unwrap().mapped_file_size_commit_log = 1 << 20;
+    let running = silo_broker::server::start(options).await.unwrap();
+    let (namesrv, broker) = (running.namesrv_addr.unwrap(), running.broker_addr.unwrap());
+    let broker_state = running.broker.clone().unwrap();
+    Cluster { namesrv, broker, _dir: dir, _running: running, broker_state }
 }
 
 struct Client {

@@ -7,38 +7,25 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use silo_broker::server::{Role, serve};
-use silo_broker::{Broker, BrokerConfig};
 use silo_client::{
     Admin, Client, ClientConfig, ClientError, Message, MessageQueue, Producer, ProducerConfig, PullConsumer,
     PullStatus, ReceivedMessage, SendStatus, Subscription, TopicSpec,
 };
-use tokio::net::TcpListener;
 
 struct Silo {
     namesrv: String,
     broker: String,
     _dir: tempfile::TempDir,
-    _shutdown: tokio::sync::watch::Sender<bool>,
+    _running: silo_broker::server::Running,
 }
 
 async fn start() -> Silo {
     let dir = tempfile::tempdir().unwrap();
-    let ns_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let br_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let (namesrv, broker_addr) = (ns_listener.local_addr().unwrap(), br_listener.local_addr().unwrap());
-    let config = BrokerConfig {
-        store_path_root_dir: dir.path().to_owned(),
-        listen_port: broker_addr.port(),
-        mapped_file_size_commit_log: 4 << 20,
-        ..Default::default()
-    };
-    let routes = Arc::new(silo_broker::namesrv::RouteTable::new());
-    let broker = Broker::open(config, Some(routes.clone())).unwrap();
-    let (tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(serve(ns_listener, Role::NameServer(routes), Duration::from_secs(120), rx.clone()));
-    tokio::spawn(serve(br_listener, Role::Broker(broker), Duration::from_secs(120), rx));
-    Silo { namesrv: namesrv.to_string(), broker: broker_addr.to_string(), _dir: dir, _shutdown: tx }
+    let mut options = silo_broker::server::ServeOptions::local(dir.path());
+    options.broker.as_mut().unwrap().mapped_file_size_commit_log = 4 << 20;
+    let running = silo_broker::server::start(options).await.unwrap();
+    let (namesrv, broker) = (running.namesrv_addr.unwrap(), running.broker_addr.unwrap());
+    Silo { namesrv: namesrv.to_string(), broker: broker.to_string(), _dir: dir, _running: running }
 }
 
 /// Awaits `check` (bounded): the broker dispatches to consume queues just after it answers a

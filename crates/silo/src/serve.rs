@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use silo_broker::BrokerConfig;
-use silo_broker::server::{ServeOptions, run as run_server};
+use silo_broker::server::{ServeOptions, run as run_server, signal};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -124,13 +124,15 @@ pub fn run(args: ServeArgs, mode: Mode) -> anyhow::Result<()> {
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(run_server(ServeOptions { namesrv, broker: Some(config) })).map_err(|e| anyhow::anyhow!("{e}"))
+    runtime
+        .block_on(run_server(ServeOptions { namesrv, broker: Some(config) }, signal()))
+        .map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 pub fn run_namesrv(args: NamesrvArgs) -> anyhow::Result<()> {
     init_logging();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime
-        .block_on(run_server(ServeOptions { namesrv: Some(args.listen), broker: None }))
+        .block_on(run_server(ServeOptions { namesrv: Some(args.listen), broker: None }, signal()))
         .map_err(|e| anyhow::anyhow!("{e}"))
 }
