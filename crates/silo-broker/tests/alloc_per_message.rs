@@ -7,8 +7,6 @@
 //! responses are read as raw bytes into a buffer reserved beforehand, then checked.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -19,31 +17,8 @@ use silo_wire::{LanguageCode, RemotingHeader, SerializeType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-struct Counting;
-
-/// Allocations of every thread: the broker's work is spread over the runtime's workers.
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: silo_alloc_count::Counting = silo_alloc_count::Counting;
 
 const TOPIC: &str = "AllocTopic";
 const MEASURED: usize = 2000;
@@ -113,7 +88,7 @@ fn pull_requests(first_opaque: i32, n: usize, per_pull: usize) -> Vec<u8> {
 async fn exchange(stream: &mut TcpStream, requests: &[u8], n: usize, responses: &mut Vec<u8>) -> u64 {
     responses.clear();
     let (mut rd, mut wr) = stream.split();
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = silo_alloc_count::process();
     let write = async {
         wr.write_all(requests).await.unwrap();
     };
@@ -136,7 +111,7 @@ async fn exchange(stream: &mut TcpStream, requests: &[u8], n: usize, responses: 
         }
     };
     tokio::join!(write, read);
-    ALLOCS.load(Ordering::Relaxed) - before
+    silo_alloc_count::process().since(before).allocs
 }
 
 /// Decodes the responses and checks each is `code`, with `check` on it.

@@ -6,8 +6,6 @@
 //! Run: `cargo bench -p silo-store --bench store`
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::Path;
@@ -18,44 +16,17 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use hdrhistogram::Histogram;
 use silo_store::{Appender, FlushMode, MessageToStore, Store, StoreConfig};
 
-struct Counting;
-
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-    static BYTES: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        let _ = BYTES.try_with(|c| c.set(c.get() + layout.size() as u64));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        let _ = BYTES.try_with(|c| c.set(c.get() + new_size as u64));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: silo_alloc_count::Counting = silo_alloc_count::Counting;
 
 /// Allocations and bytes per call on this thread.
 fn allocs_per_op(n: u64, mut f: impl FnMut()) -> (f64, f64) {
-    let (a0, b0) = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
+    let before = silo_alloc_count::this_thread();
     for _ in 0..n {
         f();
     }
-    let (a1, b1) = (ALLOCS.with(Cell::get), BYTES.with(Cell::get));
-    ((a1 - a0) as f64 / n as f64, (b1 - b0) as f64 / n as f64)
+    let c = silo_alloc_count::this_thread().since(before);
+    (c.allocs as f64 / n as f64, c.bytes as f64 / n as f64)
 }
 
 const SEGMENT: usize = 256 << 20;

@@ -4,46 +4,18 @@
 
 mod common;
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::time::Duration;
 
 use common::*;
 use silo_store::{Appender, FlushMode, Store};
 
-struct Counting;
-
-thread_local! {
-    // Counts only this thread's allocations: the store's own threads (dispatcher, flusher)
-    // allocate now and then, the append path must not.
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: silo_alloc_count::Counting = silo_alloc_count::Counting;
 
 fn allocations(f: impl FnOnce()) -> u64 {
-    let before = ALLOCS.with(Cell::get);
+    let before = silo_alloc_count::this_thread();
     f();
-    ALLOCS.with(Cell::get) - before
+    silo_alloc_count::this_thread().since(before).allocs
 }
 
 fn steady_state_allocations(props: &str, lmq: bool) -> u64 {

@@ -11,9 +11,7 @@
     clippy::panic
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use bytes::{BufMut, BytesMut};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
@@ -22,43 +20,18 @@ use silo_wire::frame::{FrameDecoder, encode_frame};
 use silo_wire::record::{RecordMeta, decode_record, encode_record};
 use silo_wire::{RemotingHeader, SerializeType};
 
-struct Counting;
-
-static ALLOCS: AtomicU64 = AtomicU64::new(0);
-static BYTES: AtomicU64 = AtomicU64::new(0);
-
-// SAFETY: forwards to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(layout.size() as u64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
-        BYTES.fetch_add(new_size as u64, Ordering::Relaxed);
-        // SAFETY: same contract as the caller's.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: silo_alloc_count::Counting = silo_alloc_count::Counting;
 
 /// Allocations and bytes per call of `f`, averaged over `n` calls.
 fn allocs_per_op(n: u64, mut f: impl FnMut()) -> (f64, f64) {
     f(); // warm up lazily-initialised state
-    let (a0, b0) = (ALLOCS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed));
+    let before = silo_alloc_count::process();
     for _ in 0..n {
         f();
     }
-    let (a1, b1) = (ALLOCS.load(Ordering::Relaxed), BYTES.load(Ordering::Relaxed));
-    ((a1 - a0) as f64 / n as f64, (b1 - b0) as f64 / n as f64)
+    let c = silo_alloc_count::process().since(before);
+    (c.allocs as f64 / n as f64, c.bytes as f64 / n as f64)
 }
 
 fn report(name: &str, n: u64, f: impl FnMut()) {
