@@ -211,7 +211,8 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::header::{SerializeType, decode_json_general};
+    use crate::header::SerializeType;
+    use crate::header::json_read::decode_json_general;
 
     fn both(text: &str) -> (Option<RemotingHeader>, Option<RemotingHeader>) {
         let base = Bytes::copy_from_slice(text.as_bytes());
