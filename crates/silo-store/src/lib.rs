@@ -9,20 +9,18 @@
 //! The hot paths are built not to copy or allocate per message: see [`Appender`] for the
 //! append path, and [`MessageRef`] for reads that hand out the mapped bytes themselves.
 
-mod append;
 pub mod checkpoint;
 mod commit_log;
 pub mod config;
 pub mod config_file;
 pub mod consume_queue;
-mod dispatch;
 pub mod error;
 pub mod index;
 mod mapped;
 pub mod names;
 mod store;
 
-pub use append::{AppendResult, Appender, MessageToStore};
 pub use config::{FlushMode, StoreConfig};
 pub use error::{Result, StoreError};
+pub use store::{AppendResult, Appender, MessageToStore};
 pub use store::{GetResult, GetStatus, MessageRef, RecoveryReport, Store, TagFilter};

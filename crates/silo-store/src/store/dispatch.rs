@@ -9,9 +9,9 @@ use std::time::Duration;
 use silo_wire::properties::keys;
 use silo_wire::record::{Decoded, StoredRecord, decode_record, sys_flag};
 
+use super::Inner;
 use crate::consume_queue::{ConsumeQueue, Unit};
 use crate::names::{SCHEDULE_TOPIC, delay_for_level, is_lmq, is_valid_topic, topic_allows_lmq};
-use crate::store::Inner;
 
 impl Inner {
     pub(crate) fn run_dispatcher(self: &Arc<Self>) {

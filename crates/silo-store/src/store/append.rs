@@ -10,17 +10,36 @@
 //! record that does not fit writes the blank marker and is retried in the next segment with
 //! the same offsets, so nothing advances twice. After warm-up nothing here allocates.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::ops::Range;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BufMut;
 use silo_wire::checksum::body_crc;
 use silo_wire::properties::{MAX_PROPERTIES_LEN, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, PropertiesView, keys};
 use silo_wire::record::{BLANK_LEN, MessageVersion, encode_blank, offsets, store_timestamp_offset, sys_flag};
 
+use super::Inner;
 use crate::error::{Result, StoreError};
+use crate::mapped::MappedFile;
 use crate::names::{is_lmq, is_valid_topic, topic_allows_lmq};
-use crate::store::{AppendState, Inner};
+
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// Offsets assigned inside the append critical section.
+#[derive(Debug, Default)]
+pub(crate) struct AppendState {
+    pub(crate) current: Option<Arc<MappedFile>>,
+    /// topic → queue id → next queue offset (Java's `topicQueueTable`).
+    pub(crate) queue_offsets: HashMap<Box<str>, Vec<i64>>,
+    /// LMQ name → next offset.
+    pub(crate) lmq_offsets: HashMap<Box<str>, i64>,
+    pub(crate) last_store_timestamp: i64,
+}
 
 /// A message as the broker hands it to the store.
 #[derive(Debug, Clone, Copy)]
@@ -335,7 +354,7 @@ impl Inner {
             return Err(StoreError::ShutDown);
         }
         let state = &mut *state;
-        let now = crate::store::now_ms().max(state.last_store_timestamp);
+        let now = now_ms().max(state.last_store_timestamp);
         // Prepared and rolled-back transaction records are never dispatched, so they take no
         // queue offset (0 in the record, nothing advances), as in Java.
         let tx = first.sys_flag & sys_flag::TRANSACTION_MASK;

@@ -1,0 +1,146 @@
+//! Flushing: group commit (one fsync serves every waiter that arrived meanwhile), the wait
+//! for a flush, and the flusher thread in both flush modes.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant, SystemTime};
+
+use super::Inner;
+use crate::config::FlushMode;
+use crate::error::{Result, StoreError};
+
+impl Inner {
+    pub(crate) fn request_flush(&self, end_offset: i64) {
+        let mut req = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
+        if end_offset > req.requested {
+            req.requested = end_offset;
+        }
+        drop(req);
+        self.wake_flusher();
+    }
+
+    pub(super) fn wait_flushed(&self, end_offset: i64, timeout: Duration) -> Result<()> {
+        if self.commit_log.flushed_offset() >= end_offset {
+            return Ok(());
+        }
+        let deadline = Instant::now() + timeout;
+        let mut req = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
+        if end_offset > req.requested {
+            req.requested = end_offset;
+        }
+        self.flush_requested.notify_one();
+        if !self.config.flush.is_sync()
+            && let Some(t) = self.flusher.get()
+        {
+            t.unpark();
+        }
+        while self.commit_log.flushed_offset() < end_offset {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(StoreError::FlushTimeout(timeout));
+            }
+            req = self.flush_done.wait_timeout(req, deadline - now).unwrap_or_else(|e| e.into_inner()).0;
+        }
+        Ok(())
+    }
+
+    pub(super) fn flush_commit_log(&self) -> Result<i64> {
+        // Read the timestamp first: it then belongs to a record at or before the flushed end.
+        let ts = self.append_state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
+        let flushed = self.commit_log.flush()?;
+        self.flush_rounds.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
+            cp.1.physic_msg_timestamp = cp.1.physic_msg_timestamp.max(ts);
+        }
+        let _guard = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
+        self.flush_done.notify_all();
+        self.flushed_watch.send_replace(flushed);
+        Ok(flushed)
+    }
+
+    pub(super) fn flush_queues_and_checkpoint(&self) -> Result<()> {
+        let ts = self.last_dispatched_timestamp.load(Ordering::Acquire);
+        for q in self.all_queues() {
+            q.flush()?;
+        }
+        let index_ts = match &self.index {
+            Some(index) => {
+                let index = index.lock().unwrap_or_else(|e| e.into_inner());
+                index.flush()?;
+                index.last_timestamp()
+            }
+            None => 0,
+        };
+        let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
+        cp.1.logics_msg_timestamp = cp.1.logics_msg_timestamp.max(ts);
+        cp.1.index_msg_timestamp = cp.1.index_msg_timestamp.max(index_ts);
+        let values = cp.1;
+        cp.0.store(&values)
+    }
+
+    pub(super) fn flush_all(&self) -> Result<()> {
+        self.flush_commit_log()?;
+        self.flush_queues_and_checkpoint()
+    }
+
+    pub(super) fn run_flusher(self: &Arc<Self>) {
+        let mut last_queue_flush = Instant::now();
+        let mut last_thorough = Instant::now();
+        let mut last_clean = Instant::now();
+        loop {
+            let shutting_down = self.is_shut_down();
+            match self.config.flush {
+                FlushMode::Sync { .. } => {
+                    let req = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
+                    let pending = req.requested > self.commit_log.flushed_offset();
+                    if !pending && !shutting_down {
+                        let _ = self.flush_requested.wait_timeout(req, Duration::from_millis(10));
+                    } else {
+                        drop(req);
+                    }
+                    // Everything appended so far is flushed by this one sync: group commit.
+                    if self.commit_log.dirty_bytes() > 0
+                        && let Err(e) = self.flush_commit_log()
+                    {
+                        tracing::error!(error = %e, "commit-log flush failed");
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+                FlushMode::Async { interval, least_pages, thorough_interval } => {
+                    if !self.is_shut_down() {
+                        std::thread::park_timeout(interval);
+                    }
+                    let thorough = last_thorough.elapsed() >= thorough_interval;
+                    let dirty = self.commit_log.dirty_bytes();
+                    let requested = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner()).requested
+                        > self.commit_log.flushed_offset();
+                    if dirty > 0 && (thorough || requested || dirty as usize >= least_pages * 4096) {
+                        if let Err(e) = self.flush_commit_log() {
+                            tracing::error!(error = %e, "commit-log flush failed");
+                        }
+                        if thorough {
+                            last_thorough = Instant::now();
+                        }
+                    }
+                }
+            }
+            if last_queue_flush.elapsed() >= self.config.consume_queue_flush_interval {
+                if let Err(e) = self.flush_queues_and_checkpoint() {
+                    tracing::error!(error = %e, "consume-queue flush failed");
+                }
+                last_queue_flush = Instant::now();
+            }
+            if last_clean.elapsed() >= self.config.clean_interval {
+                if let Err(e) = self.delete_expired_files(SystemTime::now()) {
+                    tracing::error!(error = %e, "retention failed");
+                }
+                last_clean = Instant::now();
+            }
+            if shutting_down || self.is_shut_down() {
+                // `Store::shutdown` does the final flush once every thread has stopped.
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! The store: the [`Store`] facade, opening (locks, threads), and the state the store's parts
+//! share ([`Inner`]). The parts, each in its own file:
+//!
+//! | file | what |
+//! |---|---|
+//! | `append.rs` | the append path and its critical section (offsets, timestamps) |
+//! | `dispatch.rs` | the dispatcher: consume-queue units, LMQ units and index entries |
+//! | `read.rs` | reads: queue reads, records by offset, statuses |
+//! | `flush.rs` | group commit, the durability wait, the flusher thread |
+//! | `segments.rs` | the segment allocator thread and retention |
+//! | `recovery.rs` | loading queues, cutting the log's torn tail, re-dispatch |
+
+mod append;
+mod dispatch;
+mod flush;
+mod read;
+mod recovery;
+mod segments;
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
+use std::thread::{JoinHandle, Thread};
+use std::time::{Duration, Instant, SystemTime};
+
+pub use self::append::{AppendResult, Appender, MessageToStore};
+use self::append::{AppendState, append_batch, append_one};
+pub use self::read::{GetResult, GetStatus, MessageRef, TagFilter};
+pub use self::recovery::RecoveryReport;
+use crate::checkpoint::{Checkpoint, CheckpointFile};
+use crate::commit_log::CommitLog;
+use crate::config::{FlushMode, StoreConfig};
+use crate::consume_queue::ConsumeQueue;
+use crate::error::{Result, StoreError};
+use crate::index::IndexService;
+use crate::names::is_valid_topic;
+
+/// topic → queue id → consume queue.
+type QueueTable = HashMap<Box<str>, Vec<Option<Arc<ConsumeQueue>>>>;
+
+#[derive(Debug, Default)]
+struct FlushRequests {
+    /// Highest end offset a synchronous appender waits for.
+    requested: i64,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) config: StoreConfig,
+    pub(crate) commit_log: CommitLog,
+    pub(crate) append_state: Mutex<AppendState>,
+    queues: RwLock<QueueTable>,
+    /// Commit-log offset up to which records are dispatched into consume queues.
+    pub(crate) dispatched: AtomicI64,
+    /// Woken after every dispatch round that moved `dispatched`.
+    pub(crate) dispatch_progress: tokio::sync::Notify,
+    /// Store timestamp of the last dispatched record.
+    pub(crate) last_dispatched_timestamp: AtomicI64,
+    pub(crate) index: Option<Mutex<IndexService>>,
+    /// Records below this commit-log offset are in the index already (recovery re-dispatch).
+    pub(crate) index_covered: AtomicI64,
+    checkpoint: Mutex<(CheckpointFile, Checkpoint)>,
+    flush_requests: Mutex<FlushRequests>,
+    flush_requested: Condvar,
+    flush_done: Condvar,
+    flushed_watch: tokio::sync::watch::Sender<i64>,
+    /// msync rounds of the commit log (group commit makes this far smaller than the appends).
+    flush_rounds: std::sync::atomic::AtomicU64,
+    shutdown: AtomicBool,
+    dispatcher: OnceLock<Thread>,
+    /// Set while the dispatcher sleeps for long (idle store): only then do appenders wake it.
+    pub(crate) dispatcher_sleeping: AtomicBool,
+    flusher: OnceLock<Thread>,
+    allocator: OnceLock<Thread>,
+    allocation_wanted: AtomicBool,
+    /// The open `lock` file, held (fcntl lock) for the life of the store.
+    _lock: std::fs::File,
+    _root_guard: RootGuard,
+}
+
+/// fcntl locks are per process: they keep other processes (another Silo, a Java broker) out,
+/// but not a second `Store::open` of the same directory in this process. This registry does.
+static OPEN_ROOTS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
+
+#[derive(Debug)]
+struct RootGuard(std::path::PathBuf);
+
+impl RootGuard {
+    fn acquire(root: &std::path::Path) -> Result<Self> {
+        let canonical = root.canonicalize().map_err(StoreError::io("resolve", root))?;
+        let mut open = OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+        if open.contains(&canonical) {
+            return Err(StoreError::Locked(root.to_owned()));
+        }
+        open.push(canonical.clone());
+        Ok(Self(canonical))
+    }
+}
+
+impl Drop for RootGuard {
+    fn drop(&mut self) {
+        OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != self.0);
+    }
+}
+
+/// The message store. Cheap to share behind an `Arc`; all methods take `&self`.
+#[derive(Debug)]
+pub struct Store {
+    inner: Arc<Inner>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Store {
+    /// Opens (or creates) the store under `config.root`, recovers it, and starts the
+    /// dispatcher, flusher and allocator threads.
+    pub fn open(config: StoreConfig) -> Result<Self> {
+        Self::open_with_report(config).map(|(store, _)| store)
+    }
+
+    pub fn open_with_report(config: StoreConfig) -> Result<(Self, RecoveryReport)> {
+        let started = Instant::now();
+        let root = config.root.clone();
+        std::fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
+        let root_guard = RootGuard::acquire(&root)?;
+        let lock_path = root.join("lock");
+        let lock = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&lock_path)
+            .map_err(StoreError::io("open", &lock_path))?;
+        rustix::fs::fcntl_lock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|_| StoreError::Locked(root.clone()))?;
+        let abort_path = root.join("abort");
+        let abnormal = abort_path.exists();
+
+        let commit_log = CommitLog::open(&config.commit_log_dir(), config.commit_log_segment_size)?;
+        let (checkpoint_file, checkpoint) = CheckpointFile::open(&root.join("checkpoint"))?;
+        let index = match &config.index {
+            Some(ic) => Some(Mutex::new(IndexService::open(&config.index_dir(), *ic)?)),
+            None => None,
+        };
+        let (flushed_watch, _) = tokio::sync::watch::channel(0i64);
+        let inner = Arc::new(Inner {
+            commit_log,
+            append_state: Mutex::new(AppendState::default()),
+            queues: RwLock::new(HashMap::new()),
+            dispatched: AtomicI64::new(0),
+            dispatch_progress: tokio::sync::Notify::new(),
+            last_dispatched_timestamp: AtomicI64::new(checkpoint.logics_msg_timestamp),
+            index,
+            index_covered: AtomicI64::new(0),
+            checkpoint: Mutex::new((checkpoint_file, checkpoint)),
+            flush_requests: Mutex::new(FlushRequests::default()),
+            flush_requested: Condvar::new(),
+            flush_done: Condvar::new(),
+            flushed_watch,
+            flush_rounds: std::sync::atomic::AtomicU64::new(0),
+            shutdown: AtomicBool::new(false),
+            dispatcher: OnceLock::new(),
+            dispatcher_sleeping: AtomicBool::new(false),
+            flusher: OnceLock::new(),
+            allocator: OnceLock::new(),
+            allocation_wanted: AtomicBool::new(false),
+            _lock: lock,
+            _root_guard: root_guard,
+            config,
+        });
+        let mut report = inner.recover(abnormal, checkpoint)?;
+
+        // Mark the store as running: a crash from here on leaves `abort` behind.
+        let mut abort = std::fs::File::create(&abort_path).map_err(StoreError::io("create", &abort_path))?;
+        let _ = write!(abort, "{}", std::process::id());
+        abort.sync_all().map_err(StoreError::io("fsync", &abort_path))?;
+
+        let store = Store { inner, threads: Mutex::new(Vec::new()) };
+        store.start_threads()?;
+        report.elapsed = started.elapsed();
+        tracing::info!(root = %root.display(), abnormal = report.abnormal, log_end = report.log_end,
+            truncated = report.truncated_bytes, redispatched = report.redispatched_records,
+            elapsed_ms = report.elapsed.as_millis() as u64, "store opened");
+        Ok((store, report))
+    }
+
+    fn start_threads(&self) -> Result<()> {
+        let mut threads = self.threads.lock().unwrap_or_else(|e| e.into_inner());
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
+            std::thread::Builder::new().name(name.into()).spawn(f).map_err(StoreError::io("spawn", name))
+        };
+        let inner = Arc::clone(&self.inner);
+        let handle = spawn("silo-dispatch", Box::new(move || inner.run_dispatcher()))?;
+        let _ = self.inner.dispatcher.set(handle.thread().clone());
+        threads.push(handle);
+        let inner = Arc::clone(&self.inner);
+        let handle = spawn("silo-flush", Box::new(move || inner.run_flusher()))?;
+        let _ = self.inner.flusher.set(handle.thread().clone());
+        threads.push(handle);
+        let inner = Arc::clone(&self.inner);
+        let handle = spawn("silo-allocate", Box::new(move || inner.run_allocator()))?;
+        let _ = self.inner.allocator.set(handle.thread().clone());
+        threads.push(handle);
+        Ok(())
+    }
+
+    pub fn config(&self) -> &StoreConfig {
+        &self.inner.config
+    }
+
+    /// Appends one message. Acknowledge it only after [`durable`](Self::durable) (or, from a
+    /// thread, [`wait_durable`](Self::wait_durable)) for its end offset.
+    pub fn append(&self, appender: &mut Appender, msg: &MessageToStore<'_>) -> Result<AppendResult> {
+        append_one(&self.inner, appender, msg)
+    }
+
+    /// Appends messages for one queue with consecutive queue offsets, all in one segment.
+    /// Their physical offsets are in [`Appender::batch_records`].
+    pub fn append_batch(&self, appender: &mut Appender, msgs: &[MessageToStore<'_>]) -> Result<AppendResult> {
+        append_batch(&self.inner, appender, msgs)
+    }
+
+    /// The durability wait: what an acknowledgement of the record ending at `end_offset` waits
+    /// for. With [`FlushMode::Sync`], until an fsync covers it (group commit: one fsync serves
+    /// every waiter that arrived meanwhile), within the configured timeout, else
+    /// [`StoreError::FlushTimeout`] (the message is stored but not known to be on disk); with
+    /// [`FlushMode::Async`], nothing. This is the one place that decides when a message counts
+    /// as durable, so it is where "also on a synchronous replica" plugs in.
+    pub async fn durable(&self, end_offset: i64) -> Result<()> {
+        match self.inner.config.flush {
+            FlushMode::Sync { timeout } => tokio::time::timeout(timeout, self.flushed(end_offset))
+                .await
+                .unwrap_or(Err(StoreError::FlushTimeout(timeout))),
+            FlushMode::Async { .. } => Ok(()),
+        }
+    }
+
+    /// [`durable`](Self::durable) for code that runs on its own thread (same condition, same
+    /// timeout), blocking it.
+    pub fn wait_durable(&self, end_offset: i64) -> Result<()> {
+        match self.inner.config.flush {
+            FlushMode::Sync { timeout } => self.inner.wait_flushed(end_offset, timeout),
+            FlushMode::Async { .. } => Ok(()),
+        }
+    }
+
+    /// Commit-log offset up to which data is known to be on disk.
+    pub fn flushed_offset(&self) -> i64 {
+        self.inner.commit_log.flushed_offset()
+    }
+
+    /// How many times the commit log has been flushed since open.
+    pub fn flush_rounds(&self) -> u64 {
+        self.inner.flush_rounds.load(Ordering::Relaxed)
+    }
+
+    /// Waits, without a timeout, until the commit log is on disk up to `end_offset`.
+    async fn flushed(&self, end_offset: i64) -> Result<()> {
+        let mut rx = self.inner.flushed_watch.subscribe();
+        self.inner.request_flush(end_offset);
+        loop {
+            if *rx.borrow_and_update() >= end_offset {
+                return Ok(());
+            }
+            if self.inner.is_shut_down() && self.inner.commit_log.flushed_offset() < end_offset {
+                return Err(StoreError::ShutDown);
+            }
+            rx.changed().await.map_err(|_| StoreError::ShutDown)?;
+        }
+    }
+
+    pub fn flush_mode(&self) -> FlushMode {
+        self.inner.config.flush
+    }
+
+    /// Reads up to `max_count` messages / `max_bytes` bytes of queue (`topic`, `queue_id`)
+    /// from logical offset `offset` (docs/protocol.md §4.11).
+    pub fn get_messages(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_count: usize,
+        max_bytes: usize,
+        filter: TagFilter<'_>,
+    ) -> GetResult {
+        self.inner.get_messages(topic, queue_id, offset, max_count, max_bytes, filter)
+    }
+
+    /// The record at commit-log offset `offset` (VIEW_MESSAGE_BY_ID).
+    pub fn read_at(&self, offset: i64) -> Result<MessageRef> {
+        self.inner.read_at(offset)
+    }
+
+    /// Records indexed under `key` (a KEYS entry or the UNIQ_KEY) of `topic`, newest first.
+    pub fn query_by_key(&self, topic: &str, key: &str, max: usize, begin: i64, end: i64) -> Vec<MessageRef> {
+        let Some(index) = &self.inner.index else { return Vec::new() };
+        let offsets = index.lock().unwrap_or_else(|e| e.into_inner()).query(topic, key, max, begin, end);
+        offsets.into_iter().filter_map(|o| self.inner.read_at(o).ok()).collect()
+    }
+
+    /// The consume queue (`topic`, `queue_id`), created in memory if it does not exist (no
+    /// files until its first unit), for waiting on new messages.
+    pub fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        self.inner.queue(topic, queue_id)
+    }
+
+    /// Waits until queue (`topic`, `queue_id`) holds a message at or past `offset`, or
+    /// `timeout` passes. Woken by the dispatcher, no polling.
+    pub async fn wait_for_message(&self, topic: &str, queue_id: i32, offset: i64, timeout: Duration) -> bool {
+        let Some(cq) = self.inner.queue(topic, queue_id) else { return false };
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let notified = cq.notified();
+            if cq.max_offset() > offset {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                return cq.max_offset() > offset;
+            }
+        }
+    }
+
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.existing_queue(topic, queue_id).map_or(0, |q| q.max_offset())
+    }
+
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.inner.existing_queue(topic, queue_id).map_or(0, |q| q.min_offset())
+    }
+
+    /// The next queue offset the append path will assign (ahead of the consume queue until
+    /// dispatch catches up).
+    pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
+        let state = self.inner.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        state.queue_offsets.get(topic).and_then(|q| q.get(queue_id as usize)).copied().unwrap_or(0)
+    }
+
+    /// The next offset of an LMQ.
+    pub fn next_lmq_offset(&self, name: &str) -> i64 {
+        let state = self.inner.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        state.lmq_offsets.get(name).copied().unwrap_or(0)
+    }
+
+    /// Store timestamp of the message at logical `offset` of a queue.
+    pub fn message_store_time(&self, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+        let cq = self.inner.existing_queue(topic, queue_id)?;
+        let unit = cq.get(offset)?;
+        self.inner.store_timestamp_at(unit.commit_log_offset)
+    }
+
+    /// SEARCH_OFFSET_BY_TIMESTAMP: with `upper == false` the first offset stored at or after
+    /// `timestamp` (max offset if none), else the last offset stored at or before it (0 if none).
+    pub fn search_offset_by_timestamp(&self, topic: &str, queue_id: i32, timestamp: i64, upper: bool) -> i64 {
+        let Some(cq) = self.inner.existing_queue(topic, queue_id) else { return 0 };
+        let (min, max) = (cq.min_offset(), cq.max_offset());
+        let time_at = |o: i64| cq.get(o).and_then(|u| self.inner.store_timestamp_at(u.commit_log_offset));
+        // First offset whose store time is > timestamp (upper) or >= timestamp (lower).
+        let (mut lo, mut hi) = (min, max);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let after = time_at(mid).is_none_or(|t| if upper { t > timestamp } else { t >= timestamp });
+            if after {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        if upper { (lo - 1).max(0) } else { lo }
+    }
+
+    /// Commit-log offsets: (min, max).
+    pub fn commit_log_range(&self) -> (i64, i64) {
+        (self.inner.commit_log.min_offset(), self.inner.commit_log.max_offset())
+    }
+
+    /// Commit-log offset up to which records are visible to reads.
+    pub fn dispatched_offset(&self) -> i64 {
+        self.inner.dispatched.load(Ordering::Acquire)
+    }
+
+    /// Bytes appended but not yet dispatched.
+    pub fn dispatch_behind(&self) -> i64 {
+        self.inner.commit_log.max_offset() - self.dispatched_offset()
+    }
+
+    /// Blocks until every record appended so far is dispatched, or `timeout` passes.
+    pub fn wait_dispatched(&self, timeout: Duration) -> bool {
+        let target = self.inner.commit_log.max_offset();
+        let deadline = Instant::now() + timeout;
+        while self.dispatched_offset() < target {
+            if Instant::now() >= deadline {
+                return false;
+            }
+            self.inner.wake_dispatcher();
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    /// Waits until every record appended before the call is dispatched (so that a read sees
+    /// everything acknowledged before it), or `timeout` passes. Returns at once when dispatch
+    /// has caught up; otherwise wakes the dispatcher rather than waiting for its next poll.
+    pub async fn caught_up(&self, timeout: Duration) -> bool {
+        let target = self.inner.commit_log.max_offset();
+        if self.dispatched_offset() >= target {
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let progressed = self.inner.dispatch_progress.notified();
+            if self.dispatched_offset() >= target {
+                return true;
+            }
+            self.inner.force_wake_dispatcher();
+            if tokio::time::timeout_at(deadline, progressed).await.is_err() {
+                return self.dispatched_offset() >= target;
+            }
+        }
+    }
+
+    /// Every (topic, queue id) with a consume queue.
+    pub fn queues(&self) -> Vec<(String, i32)> {
+        let queues = self.inner.queues.read().unwrap_or_else(|e| e.into_inner());
+        let mut out: Vec<(String, i32)> =
+            queues.iter().flat_map(|(t, qs)| qs.iter().flatten().map(move |q| (t.to_string(), q.queue_id()))).collect();
+        out.sort();
+        out
+    }
+
+    /// Deletes commit-log segments older than the reserved time (never the active one) and
+    /// moves every consume queue's min offset past the records that went with them.
+    pub fn delete_expired_files(&self) -> Result<usize> {
+        self.inner.delete_expired_files(SystemTime::now())
+    }
+
+    /// As [`delete_expired_files`](Self::delete_expired_files), at a given time (tests).
+    pub fn delete_expired_files_at(&self, now: SystemTime) -> Result<usize> {
+        self.inner.delete_expired_files(now)
+    }
+
+    /// Flushes everything, writes the checkpoint, stops the threads and removes `abort`.
+    pub fn shutdown(&self) -> Result<()> {
+        if self.inner.shutdown.swap(true, Ordering::AcqRel) {
+            return Ok(());
+        }
+        // Let the dispatcher finish what is appended (bounded: it only has published records).
+        self.inner.force_wake_dispatcher();
+        self.inner.wake_flusher();
+        if let Some(t) = self.inner.allocator.get() {
+            t.unpark();
+        }
+        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in threads {
+            let _ = t.join();
+        }
+        self.inner.flush_all()?;
+        let abort = self.inner.config.root.join("abort");
+        match std::fs::remove_file(&abort) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(StoreError::io("delete", &abort)(e)),
+        }
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Err(e) = self.shutdown() {
+            tracing::error!(error = %e, "store shutdown failed");
+        }
+    }
+}
+
+impl Inner {
+    pub(crate) fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::Acquire)
+    }
+
+    /// Called after every append: a syscall only when the dispatcher sleeps for long. Under
+    /// load it polls every millisecond (as Java's reput service does), so appends never wake
+    /// it one by one.
+    pub(crate) fn wake_dispatcher(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        if self.dispatcher_sleeping.load(Ordering::SeqCst)
+            && let Some(t) = self.dispatcher.get()
+        {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn force_wake_dispatcher(&self) {
+        if let Some(t) = self.dispatcher.get() {
+            t.unpark();
+        }
+    }
+
+    /// Wakes the flusher, whether it waits on a sync request or sleeps between async rounds.
+    pub(crate) fn wake_flusher(&self) {
+        self.flush_requested.notify_all();
+        if let Some(t) = self.flusher.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn request_allocation(&self) {
+        self.allocation_wanted.store(true, Ordering::Release);
+        if let Some(t) = self.allocator.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn existing_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        queues.get(topic)?.get(usize::try_from(queue_id).ok()?)?.clone()
+    }
+
+    /// The consume queue, created (in memory) if missing. `None` for an invalid name.
+    pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
+        if let Some(q) = self.existing_queue(topic, queue_id) {
+            return Some(q);
+        }
+        if !is_valid_topic(topic) {
+            return None;
+        }
+        let index = usize::try_from(queue_id).ok()?;
+        let mut queues = self.queues.write().unwrap_or_else(|e| e.into_inner());
+        let slots = queues.entry(topic.into()).or_default();
+        if slots.len() <= index {
+            slots.resize(index + 1, None);
+        }
+        let slot = slots.get_mut(index)?;
+        Some(Arc::clone(slot.get_or_insert_with(|| {
+            Arc::new(ConsumeQueue::new(
+                &self.config.consume_queue_dir(),
+                topic,
+                queue_id,
+                self.config.consume_queue_units_per_file * crate::consume_queue::UNIT_SIZE,
+            ))
+        })))
+    }
+
+    fn all_queues(&self) -> Vec<Arc<ConsumeQueue>> {
+        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
+        queues.values().flat_map(|qs| qs.iter().flatten().cloned()).collect()
+    }
+}
