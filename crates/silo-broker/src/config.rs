@@ -35,6 +35,9 @@ pub struct BrokerConfig {
     pub trace_on: bool,
     pub register_name_server_period: Duration,
     pub channel_idle: Duration,
+    /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
+    /// in tests that move time by hand).
+    pub clock: std::sync::Arc<dyn silo_store::Clock>,
 }
 
 impl Default for BrokerConfig {
@@ -63,6 +66,7 @@ impl Default for BrokerConfig {
             trace_on: true,
             register_name_server_period: Duration::from_secs(30),
             channel_idle: Duration::from_secs(120),
+            clock: silo_store::clock::system(),
         }
     }
 }
@@ -174,6 +178,7 @@ impl BrokerConfig {
         c.enable_lmq = self.enable_lmq;
         c.enable_multi_dispatch = self.enable_multi_dispatch;
         c.file_reserved_time = Duration::from_secs(self.file_reserved_time_hours * 3600);
+        c.clock = self.clock.clone();
         c
     }
 }

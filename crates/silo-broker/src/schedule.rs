@@ -24,24 +24,31 @@ struct DelayOffsets {
     offset_table: BTreeMap<i32, i64>,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+/// The scheduler's state between rounds: progress per level and reusable buffers.
+#[derive(Debug)]
+pub struct Scheduler {
+    path: PathBuf,
+    offsets: DelayOffsets,
+    appender: Appender,
+    props: String,
 }
 
-/// Runs until the broker shuts down: every 100 ms, delivers what is due.
-pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
-    let path: PathBuf = broker.config.store_path_root_dir.join("config").join("delayOffset.json");
-    let mut offsets: DelayOffsets = match read_json(&path) {
-        Ok(v) => v.unwrap_or_default(),
-        Err(e) => {
-            tracing::error!(error = %e, "delay offsets unreadable; delayed messages are not delivered");
-            return;
-        }
-    };
-    let mut appender = Appender::new();
-    let mut props = String::new();
-    loop {
+impl Scheduler {
+    /// Loads the progress from `config/delayOffset.json`.
+    pub fn load(broker: &Broker) -> Result<Self, silo_store::StoreError> {
+        let path: PathBuf = broker.config.store_path_root_dir.join("config").join("delayOffset.json");
+        let offsets = read_json(&path)?.unwrap_or_default();
+        Ok(Self { path, offsets, appender: Appender::new(), props: String::new() })
+    }
+
+    /// One round: stores again, under its real topic and queue, every delayed message whose
+    /// time has come by the broker's clock, and persists the progress. Returns how many
+    /// messages were delivered.
+    pub fn deliver_due(&mut self, broker: &Broker) -> usize {
+        let now = broker.config.clock.now_ms();
         let mut changed = false;
+        let mut delivered = 0;
+        let (offsets, appender, props) = (&mut self.offsets, &mut self.appender, &mut self.props);
         for level in 1..=18i32 {
             let queue = level - 1;
             let mut progress = offsets.offset_table.get(&level).copied().unwrap_or(0);
@@ -56,7 +63,7 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
                     break;
                 }
                 for m in &r.messages {
-                    if m.tags_code > now_ms() {
+                    if m.tags_code > now {
                         break 'level;
                     }
                     if let Ok(Decoded::Record(rec)) = decode_record(m, 0) {
@@ -89,22 +96,38 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
                             reconsume_times: rec.meta.reconsume_times,
                             prepared_tx_offset: 0,
                             body: rec.body,
-                            properties: &props,
+                            properties: props,
                         };
-                        if let Err(e) = broker.store.append(&mut appender, &msg) {
+                        if let Err(e) = broker.store.append(appender, &msg) {
                             tracing::error!(error = %e, "re-putting a delayed message failed; retrying later");
                             break 'level;
                         }
                     }
                     progress = m.queue_offset + 1;
                     changed = true;
+                    delivered += 1;
                 }
             }
             offsets.offset_table.insert(level, progress);
         }
-        if changed && let Err(e) = write_json_atomic(&path, &offsets) {
+        if changed && let Err(e) = write_json_atomic(&self.path, &*offsets) {
             tracing::error!(error = %e, "cannot write delay offsets");
         }
+        delivered
+    }
+}
+
+/// Runs until the broker shuts down: every 100 ms, delivers what is due.
+pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut scheduler = match Scheduler::load(&broker) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "delay offsets unreadable; delayed messages are not delivered");
+            return;
+        }
+    };
+    loop {
+        scheduler.deliver_due(&broker);
         tokio::select! {
             _ = tokio::time::sleep(Duration::from_millis(100)) => {}
             _ = shutdown.changed() => return,

@@ -59,6 +59,8 @@ pub struct StoreConfig {
     pub check_crc_on_recover: bool,
     /// How often consume queues and the checkpoint are flushed.
     pub consume_queue_flush_interval: Duration,
+    /// Where store timestamps come from.
+    pub clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 impl StoreConfig {
@@ -78,6 +80,7 @@ impl StoreConfig {
             index: Some(IndexConfig::default()),
             check_crc_on_recover: true,
             consume_queue_flush_interval: Duration::from_secs(1),
+            clock: crate::clock::system(),
         }
     }
 

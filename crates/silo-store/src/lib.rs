@@ -10,6 +10,7 @@
 //! append path, and [`MessageRef`] for reads that hand out the mapped bytes themselves.
 
 pub mod checkpoint;
+pub mod clock;
 mod commit_log;
 pub mod config;
 pub mod config_file;
@@ -20,6 +21,7 @@ mod mapped;
 pub mod names;
 mod store;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{FlushMode, StoreConfig};
 pub use error::{Result, StoreError};
 pub use store::{AppendResult, Appender, MessageToStore};

@@ -14,7 +14,6 @@ use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::ops::Range;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use bytes::BufMut;
 use silo_wire::checksum::body_crc;
@@ -25,10 +24,6 @@ use super::Inner;
 use crate::error::{Result, StoreError};
 use crate::mapped::MappedFile;
 use crate::names::{is_lmq, is_valid_topic, topic_allows_lmq};
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
-}
 
 /// Offsets assigned inside the append critical section.
 #[derive(Debug, Default)]
@@ -354,7 +349,7 @@ impl Inner {
             return Err(StoreError::ShutDown);
         }
         let state = &mut *state;
-        let now = now_ms().max(state.last_store_timestamp);
+        let now = self.config.clock.now_ms().max(state.last_store_timestamp);
         // Prepared and rolled-back transaction records are never dispatched, so they take no
         // queue offset (0 in the record, nothing advances), as in Java.
         let tx = first.sys_flag & sys_flag::TRANSACTION_MASK;

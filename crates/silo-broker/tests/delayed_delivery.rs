@@ -1,0 +1,71 @@
+//! A delayed message is delivered to its topic when its time comes by the broker's clock, and
+//! not a millisecond before: driven with a clock moved by hand, without sockets or sleeps.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use silo_broker::broker::ConnState;
+use silo_broker::core::send::{Messages, Payload, SendRequest};
+use silo_broker::schedule::Scheduler;
+use silo_broker::{Broker, BrokerConfig};
+use silo_store::{GetStatus, ManualClock, TagFilter};
+use silo_wire::properties::PropertiesView;
+use silo_wire::record::{Decoded, decode_record};
+
+const START: i64 = 1_800_000_000_000;
+
+#[test]
+fn a_delayed_message_is_delivered_when_its_time_comes_and_not_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(START);
+    let config = BrokerConfig {
+        store_path_root_dir: dir.path().to_owned(),
+        mapped_file_size_commit_log: 1 << 20,
+        clock: clock.clone(),
+        ..Default::default()
+    };
+    let broker = Broker::open(config, None).unwrap();
+    let mut conn = ConnState::default();
+    // Level 3 is 10 s in Java's default messageDelayLevel.
+    let properties = "DELAY\u{1}3\u{2}KEYS\u{1}k1\u{2}";
+    let req = SendRequest {
+        topic: "Later",
+        default_topic: "TBW102",
+        default_topic_queue_nums: 4,
+        queue_id: 2,
+        sys_flag: 0,
+        born_timestamp: START,
+        born_host: SocketAddr::from(([127, 0, 0, 1], 5000)),
+        reconsume_times: 0,
+        max_reconsume_times: None,
+        properties,
+        messages: Messages::One(Payload { flag: 0, body: b"due in ten seconds", properties }),
+    };
+    let plan = broker.plan_send(&req).unwrap();
+    broker.send(&mut conn, &req, &plan).unwrap();
+    let mut scheduler = Scheduler::load(&broker).unwrap();
+    let in_queue = |broker: &Arc<Broker>| {
+        assert!(broker.store.wait_dispatched(Duration::from_secs(10)), "dispatch did not catch up");
+        broker.store.get_messages("Later", 2, 0, 32, 1 << 20, TagFilter::All)
+    };
+
+    assert_eq!(scheduler.deliver_due(&broker), 0);
+    assert_ne!(in_queue(&broker).status, GetStatus::Found, "delivered at once");
+    clock.advance(9_999);
+    assert_eq!(scheduler.deliver_due(&broker), 0, "delivered a millisecond early");
+    clock.advance(1);
+    assert_eq!(scheduler.deliver_due(&broker), 1);
+    let got = in_queue(&broker);
+    assert_eq!(got.status, GetStatus::Found);
+    let Ok(Decoded::Record(rec)) = decode_record(&got.messages[0], 0) else { panic!("undecodable") };
+    assert_eq!(rec.body, b"due in ten seconds");
+    assert_eq!(rec.topic, "Later");
+    let props = PropertiesView::from_valid(rec.properties.as_str());
+    assert_eq!(props.get("KEYS"), Some("k1"));
+    assert_eq!(props.get("DELAY"), None, "the delivered copy is not delayed again");
+    // Delivered once: a later round finds nothing more.
+    clock.advance(60_000);
+    assert_eq!(scheduler.deliver_due(&broker), 0);
+}
