@@ -37,6 +37,7 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::SubscriptionParseFailed(_) => rs::SUBSCRIPTION_PARSE_FAILED,
         BrokerError::SubscriptionNotExist { .. } => rs::SUBSCRIPTION_NOT_EXIST,
         BrokerError::SubscriptionNotLatest => rs::SUBSCRIPTION_NOT_LATEST,
+        BrokerError::NoCommittedOffset => rs::QUERY_NOT_FOUND,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

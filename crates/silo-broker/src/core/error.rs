@@ -45,6 +45,9 @@ pub enum BrokerError {
     /// A subscription with an expression type other than TAG (SQL92).
     #[error("The broker does not support consumer to filter message by SQL92")]
     FilterUnsupported,
+    /// QUERY_CONSUMER_OFFSET for a queue the group never committed (Java's remark).
+    #[error("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")]
+    NoCommittedOffset,
     #[error("{0}")]
     Store(#[from] StoreError),
 }

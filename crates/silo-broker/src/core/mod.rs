@@ -8,6 +8,7 @@
 //! it can be tested without sockets or a store.
 
 pub mod error;
+pub mod offsets;
 pub mod pull;
 pub mod send;
 
