@@ -1,4 +1,4 @@
-//! HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
+//! The remoting adapter for HEART_BEAT (34), UNREGISTER_CLIENT (35), CHECK_CLIENT_CONFIG (46),
 //! GET_CONSUMER_LIST_BY_GROUP (38), LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42); docs/protocol.md §2.5–§2.8.
 
 use std::sync::Arc;
@@ -6,12 +6,13 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use silo_wire::Frame;
 use silo_wire::body::{ConsumerListBody, HeartbeatData, SubscriptionData, encode_json_body};
-use silo_wire::codes::response as rs;
 use silo_wire::custom::{ConsumerGroupRequestHeader, UnregisterClientRequestHeader};
 use silo_wire::lenient;
 
+use super::error_response;
 use crate::broker::Broker;
 use crate::connection::{Channel, Outgoing};
+use crate::core::clients::QueueName;
 use crate::response;
 use crate::try_reply;
 
@@ -49,24 +50,18 @@ struct CheckClientConfig {
     subscription_data: Option<SubscriptionData>,
 }
 
+fn queue_names(set: &[MessageQueue]) -> Vec<QueueName> {
+    set.iter().map(|q| (q.topic.clone(), q.broker_name.clone(), q.queue_id)).collect()
+}
+
 impl Broker {
-    pub(crate) fn heartbeat(self: &Arc<Self>, channel: &Channel, frame: &Frame) -> Outgoing {
+    pub(crate) fn heartbeat_frame(self: &Arc<Self>, channel: &Channel, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let hb: HeartbeatData = try_reply!(super::body(frame));
-        let mut changed = Vec::new();
-        for consumer in &hb.consumer_data_set {
-            // Every group gets its retry topic, so consumers find a route for it.
-            let retry = format!("{}{}", silo_store::names::RETRY_PREFIX, consumer.group_name);
-            if self.topics.get(&retry).is_none() {
-                if let Err(e) = self.topics.ensure_system(&retry, 1) {
-                    return response::error(opaque, rs::SYSTEM_ERROR, e.to_string());
-                }
-                self.register_routes_if_changed();
-            }
-            let sender = (frame.header.language, frame.header.version);
-            changed.extend(self.clients.register_consumer(&hb.client_id, consumer, channel, sender));
+        let sender = (frame.header.language, frame.header.version);
+        if let Err(e) = self.heartbeat(&hb.client_id, &hb.consumer_data_set, channel, sender) {
+            return error_response(opaque, &e);
         }
-        self.notify(changed);
         let mut out = response::success(opaque);
         out.header.version = silo_wire::header::SILO_VERSION;
         out
@@ -75,8 +70,7 @@ impl Broker {
     pub(crate) fn unregister_client(self: &Arc<Self>, frame: &Frame) -> Outgoing {
         let h: UnregisterClientRequestHeader = try_reply!(super::header(frame));
         if let Some(group) = &h.consumer_group {
-            let changed = self.clients.unregister_consumer(&h.client_id, group);
-            self.notify(changed.into_iter().collect());
+            self.leave_group(&h.client_id, group);
         }
         response::success(frame.header.opaque)
     }
@@ -84,34 +78,26 @@ impl Broker {
     pub(crate) fn check_client_config(&self, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let req: CheckClientConfig = try_reply!(super::body(frame));
-        match req.subscription_data.and_then(|s| s.expression_type) {
-            Some(t) if t != "TAG" => {
-                response::error(opaque, rs::SYSTEM_ERROR, format!("the broker does not support {t} filtering"))
-            }
-            _ => response::success(opaque),
+        let expression_type = req.subscription_data.and_then(|s| s.expression_type);
+        match self.check_filter(expression_type.as_deref()) {
+            Ok(()) => response::success(opaque),
+            Err(e) => error_response(opaque, &e),
         }
     }
 
     pub(crate) fn consumer_list(&self, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let h: ConsumerGroupRequestHeader = try_reply!(super::header(frame));
-        let ids = self.clients.consumer_ids(&h.consumer_group);
-        if ids.is_empty() {
-            return response::error(
-                opaque,
-                rs::SYSTEM_ERROR,
-                format!("no consumer for this group, {}", h.consumer_group),
-            );
+        match self.group_members(&h.consumer_group) {
+            Ok(ids) => response::with_body(opaque, encode_json_body(&ConsumerListBody { consumer_id_list: ids })),
+            Err(e) => error_response(opaque, &e),
         }
-        response::with_body(opaque, encode_json_body(&ConsumerListBody { consumer_id_list: ids }))
     }
 
     pub(crate) fn lock_batch(&self, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let req: LockBatchRequest = try_reply!(super::body(frame));
-        let wanted: Vec<(String, String, i32)> =
-            req.mq_set.iter().map(|q| (q.topic.clone(), q.broker_name.clone(), q.queue_id)).collect();
-        let granted = self.clients.lock_queues(&req.consumer_group, &req.client_id, &wanted);
+        let granted = self.lock_queues(&req.consumer_group, &req.client_id, &queue_names(&req.mq_set));
         let body = LockBatchResponse {
             lock_ok_mq_set: granted
                 .into_iter()
@@ -123,9 +109,7 @@ impl Broker {
 
     pub(crate) fn unlock_batch(&self, frame: &Frame) -> Outgoing {
         let req: LockBatchRequest = try_reply!(super::body(frame));
-        let queues: Vec<(String, String, i32)> =
-            req.mq_set.iter().map(|q| (q.topic.clone(), q.broker_name.clone(), q.queue_id)).collect();
-        self.clients.unlock_queues(&req.consumer_group, &req.client_id, &queues);
+        self.unlock_queues(&req.consumer_group, &req.client_id, &queue_names(&req.mq_set));
         response::success(frame.header.opaque)
     }
 }

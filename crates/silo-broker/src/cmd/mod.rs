@@ -38,6 +38,7 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::SubscriptionNotExist { .. } => rs::SUBSCRIPTION_NOT_EXIST,
         BrokerError::SubscriptionNotLatest => rs::SUBSCRIPTION_NOT_LATEST,
         BrokerError::NoCommittedOffset => rs::QUERY_NOT_FOUND,
+        BrokerError::NoConsumer(_) | BrokerError::FilterTypeUnsupported(_) => rs::SYSTEM_ERROR,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

@@ -70,7 +70,7 @@ pub static REQUESTS: &[Request] = &[
         Some(b.earliest_msg_store_time(&f))
     }),
     broker(rq::VIEW_MESSAGE_BY_ID, "VIEW_MESSAGE_BY_ID", |b, _, _, f| Some(b.view_message(&f))),
-    broker(rq::HEART_BEAT, "HEART_BEAT", |b, _, ch, f| Some(b.heartbeat(ch, &f))),
+    broker(rq::HEART_BEAT, "HEART_BEAT", |b, _, ch, f| Some(b.heartbeat_frame(ch, &f))),
     broker(rq::UNREGISTER_CLIENT, "UNREGISTER_CLIENT", |b, _, _, f| Some(b.unregister_client(&f))),
     broker(rq::CONSUMER_SEND_MSG_BACK, "CONSUMER_SEND_MSG_BACK", |b, c, _, f| Some(b.send_back_frame(c, &f))),
     broker(rq::GET_CONSUMER_LIST_BY_GROUP, "GET_CONSUMER_LIST_BY_GROUP", |b, _, _, f| Some(b.consumer_list(&f))),

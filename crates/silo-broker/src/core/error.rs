@@ -48,6 +48,11 @@ pub enum BrokerError {
     /// QUERY_CONSUMER_OFFSET for a queue the group never committed (Java's remark).
     #[error("Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")]
     NoCommittedOffset,
+    #[error("no consumer for this group, {0}")]
+    NoConsumer(String),
+    /// CHECK_CLIENT_CONFIG for a filter type the broker cannot apply.
+    #[error("the broker does not support {0} filtering")]
+    FilterTypeUnsupported(String),
     #[error("{0}")]
     Store(#[from] StoreError),
 }

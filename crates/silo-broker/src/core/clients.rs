@@ -1,0 +1,70 @@
+//! Clients (docs/protocol.md §2.5–§2.8): heartbeats register a client's consumer groups and
+//! their subscriptions, group membership changes are announced to the members, and orderly
+//! consumers lock the queues they consume.
+
+use silo_wire::LanguageCode;
+use silo_wire::body::ConsumerData;
+
+use super::BrokerError;
+use crate::broker::Broker;
+use crate::connection::Channel;
+
+/// A queue, as lock requests name it: (topic, broker name, queue id).
+pub type QueueName = (String, String, i32);
+
+impl Broker {
+    /// A heartbeat from `client_id` over `channel`: every consumer group it reports gets its
+    /// retry topic (so its consumers find a route for it) and is registered with its
+    /// subscriptions; members of groups that changed are told so.
+    pub fn heartbeat(
+        &self,
+        client_id: &str,
+        consumers: &[ConsumerData],
+        channel: &Channel,
+        sender: (LanguageCode, i32),
+    ) -> Result<(), BrokerError> {
+        let mut changed = Vec::new();
+        for consumer in consumers {
+            let retry = format!("{}{}", silo_store::names::RETRY_PREFIX, consumer.group_name);
+            if self.topics.get(&retry).is_none() {
+                self.topics.ensure_system(&retry, 1)?;
+                self.register_routes_if_changed();
+            }
+            changed.extend(self.clients.register_consumer(client_id, consumer, channel, sender));
+        }
+        self.notify(changed);
+        Ok(())
+    }
+
+    /// A client leaves a consumer group.
+    pub fn leave_group(&self, client_id: &str, group: &str) {
+        let changed = self.clients.unregister_consumer(client_id, group);
+        self.notify(changed.into_iter().collect());
+    }
+
+    /// The client ids of a group's online members.
+    pub fn group_members(&self, group: &str) -> Result<Vec<String>, BrokerError> {
+        let ids = self.clients.consumer_ids(group);
+        if ids.is_empty() {
+            return Err(BrokerError::NoConsumer(group.to_owned()));
+        }
+        Ok(ids)
+    }
+
+    /// Whether the broker can filter by a subscription of `expression_type` (only TAG).
+    pub fn check_filter(&self, expression_type: Option<&str>) -> Result<(), BrokerError> {
+        match expression_type {
+            Some(t) if t != "TAG" => Err(BrokerError::FilterTypeUnsupported(t.to_owned())),
+            _ => Ok(()),
+        }
+    }
+
+    /// Locks `queues` for `client_id` of `group` (orderly consumption); returns those granted.
+    pub fn lock_queues(&self, group: &str, client_id: &str, queues: &[QueueName]) -> Vec<QueueName> {
+        self.clients.lock_queues(group, client_id, queues)
+    }
+
+    pub fn unlock_queues(&self, group: &str, client_id: &str, queues: &[QueueName]) {
+        self.clients.unlock_queues(group, client_id, queues);
+    }
+}
