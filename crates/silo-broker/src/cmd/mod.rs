@@ -38,7 +38,13 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::SubscriptionNotExist { .. } => rs::SUBSCRIPTION_NOT_EXIST,
         BrokerError::SubscriptionNotLatest => rs::SUBSCRIPTION_NOT_LATEST,
         BrokerError::NoCommittedOffset => rs::QUERY_NOT_FOUND,
-        BrokerError::NoConsumer(_) | BrokerError::FilterTypeUnsupported(_) => rs::SYSTEM_ERROR,
+        BrokerError::NoConsumer(_) | BrokerError::FilterTypeUnsupported(_) | BrokerError::NoMessageAtOffset { .. } => {
+            rs::SYSTEM_ERROR
+        }
+        BrokerError::MissingField(_) | BrokerError::QueueCount(_) => rs::INVALID_PARAMETER,
+        BrokerError::NoTopicHere(_) | BrokerError::TopicNotFound(_) => rs::TOPIC_NOT_EXIST,
+        BrokerError::ConsumerNotOnline(_) => rs::CONSUMER_NOT_ONLINE,
+        BrokerError::NoMessageForKey => rs::QUERY_NOT_FOUND,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

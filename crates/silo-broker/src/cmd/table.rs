@@ -58,9 +58,9 @@ pub static REQUESTS: &[Request] = &[
     broker_after_dispatch(rq::QUERY_MESSAGE, "QUERY_MESSAGE", |b, _, _, f| Some(b.query_message(&f))),
     broker(rq::QUERY_CONSUMER_OFFSET, "QUERY_CONSUMER_OFFSET", |b, _, _, f| Some(b.query_consumer_offset(&f))),
     broker(rq::UPDATE_CONSUMER_OFFSET, "UPDATE_CONSUMER_OFFSET", |b, _, _, f| Some(b.update_consumer_offset(&f))),
-    broker(rq::UPDATE_AND_CREATE_TOPIC, "UPDATE_AND_CREATE_TOPIC", |b, _, _, f| Some(b.create_topic(&f))),
+    broker(rq::UPDATE_AND_CREATE_TOPIC, "UPDATE_AND_CREATE_TOPIC", |b, _, _, f| Some(b.create_topic_frame(&f))),
     broker(rq::GET_ALL_TOPIC_CONFIG, "GET_ALL_TOPIC_CONFIG", |b, _, _, f| Some(b.all_topic_config(&f))),
-    broker(rq::GET_BROKER_RUNTIME_INFO, "GET_BROKER_RUNTIME_INFO", |b, _, _, f| Some(b.runtime_info(&f))),
+    broker(rq::GET_BROKER_RUNTIME_INFO, "GET_BROKER_RUNTIME_INFO", |b, _, _, f| Some(b.runtime_info_frame(&f))),
     broker_after_dispatch(rq::SEARCH_OFFSET_BY_TIMESTAMP, "SEARCH_OFFSET_BY_TIMESTAMP", |b, _, _, f| {
         Some(b.search_offset_by_timestamp(&f))
     }),
@@ -86,15 +86,15 @@ pub static REQUESTS: &[Request] = &[
     namesrv(rq::GET_BROKER_CLUSTER_INFO, "GET_BROKER_CLUSTER_INFO", |t, f| {
         response::with_body(f.header.opaque, encode_json_body(&t.cluster_info()))
     }),
-    broker_after_dispatch(rq::GET_TOPIC_STATS_INFO, "GET_TOPIC_STATS_INFO", |b, _, _, f| Some(b.topic_stats(&f))),
+    broker_after_dispatch(rq::GET_TOPIC_STATS_INFO, "GET_TOPIC_STATS_INFO", |b, _, _, f| Some(b.topic_stats_frame(&f))),
     broker(rq::GET_CONSUMER_CONNECTION_LIST, "GET_CONSUMER_CONNECTION_LIST", |b, _, _, f| {
         Some(b.consumer_connections(&f))
     }),
     namesrv(rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", |t, f| {
         response::with_body(f.header.opaque, encode_json_body(&t.topic_list()))
     }),
-    broker_after_dispatch(rq::GET_CONSUME_STATS, "GET_CONSUME_STATS", |b, _, _, f| Some(b.consume_stats(&f))),
-    broker(rq::DELETE_TOPIC_IN_BROKER, "DELETE_TOPIC_IN_BROKER", |b, _, _, f| Some(b.delete_topic(&f))),
+    broker_after_dispatch(rq::GET_CONSUME_STATS, "GET_CONSUME_STATS", |b, _, _, f| Some(b.consume_stats_frame(&f))),
+    broker(rq::DELETE_TOPIC_IN_BROKER, "DELETE_TOPIC_IN_BROKER", |b, _, _, f| Some(b.delete_topic_frame(&f))),
     namesrv(rq::DELETE_TOPIC_IN_NAMESRV, "DELETE_TOPIC_IN_NAMESRV", super::namesrv::delete_topic),
     broker(rq::QUERY_TOPIC_CONSUME_BY_WHO, "QUERY_TOPIC_CONSUME_BY_WHO", |b, _, _, f| Some(b.topic_consumed_by(&f))),
     broker(rq::SEND_MESSAGE_V2, "SEND_MESSAGE_V2", |b, c, ch, f| b.send_message(c, ch, f)),

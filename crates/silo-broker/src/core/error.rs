@@ -53,6 +53,22 @@ pub enum BrokerError {
     /// CHECK_CLIENT_CONFIG for a filter type the broker cannot apply.
     #[error("the broker does not support {0} filtering")]
     FilterTypeUnsupported(String),
+    #[error("{0} is required")]
+    MissingField(&'static str),
+    #[error("queue numbers must be within 1..=1024, not {0}")]
+    QueueCount(i32),
+    /// GET_TOPIC_CONFIG for a topic this broker lacks (Java's remark).
+    #[error("No topic in this broker. topic: {0}")]
+    NoTopicHere(String),
+    /// GET_TOPIC_STATS_INFO for a topic this broker lacks.
+    #[error("topic[{0}] not exist")]
+    TopicNotFound(String),
+    #[error("the consumer group[{0}] not online")]
+    ConsumerNotOnline(String),
+    #[error("can not find message by the offset, {offset}: {reason}")]
+    NoMessageAtOffset { offset: i64, reason: String },
+    #[error("can not find message, maybe time range not correct")]
+    NoMessageForKey,
     #[error("{0}")]
     Store(#[from] StoreError),
 }

@@ -7,6 +7,7 @@
 //! created), the decision is a value computed first ([`send::SendPlan`]) and executed after, so
 //! it can be tested without sockets or a store.
 
+pub mod admin;
 pub mod clients;
 pub mod error;
 pub mod offsets;
