@@ -67,7 +67,14 @@ pub(super) async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     let elapsed = start.elapsed();
     end_progress();
     let broker = sampler.finish(counters.msgs.load(Ordering::Relaxed)).await;
-    let outcome =
-        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker };
+    let outcome = Outcome {
+        counters: &counters,
+        allocs_start,
+        elapsed,
+        latency: &latency,
+        produce_latency: None,
+        broker,
+        rate: None,
+    };
     finish_report("consume", &args, outcome, args.common.report.as_ref())
 }

@@ -1,5 +1,7 @@
 //! `silo bench e2e`: produce and consume at once; the latency is born-to-consume, from a clock
 //! stamp the producer writes into the first 8 bytes of each body (same process, monotonic).
+//! With `--rate` the producers run open loop (see `rate`) and the stamp is the message's
+//! intended send time, so the end-to-end latency counts from when the message was due.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -7,10 +9,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use silo_client::{Admin, Message, MessageQueue, Producer, ProducerConfig, PullConsumer, Subscription};
+use hdrhistogram::Histogram;
+use silo_client::{Admin, ClientError, Message, MessageQueue, Producer, ProducerConfig, PullConsumer, Subscription};
 
 use super::progress::progress;
-use super::report::{Outcome, finish_report};
+use super::rate::{self, Plan};
+use super::report::{Outcome, RateReport, finish_report};
 use super::sampler::{BrokerSampler, own_allocs};
 use super::{Counters, E2eArgs, Stop, client, ensure_topic, histogram};
 
@@ -73,6 +77,77 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
         });
     }
     let start = Instant::now();
+    let (produce_latency, rate) = match args.rate {
+        None => (closed_loop(&args, clock, &stop, &sent).await?, None),
+        Some(offered) => {
+            let plan = Plan {
+                rate: offered,
+                msgs_per_send: 1,
+                bytes_per_send: args.size as u64,
+                producers: args.producers,
+                inflight: args.inflight,
+                count: None,
+                duration: Some(Duration::from_secs_f64(args.duration)),
+                cancel: None,
+            };
+            let producers: Vec<Arc<Producer>> = (0..args.producers)
+                .map(|_| Arc::new(Producer::new(client(&args.common), ProducerConfig::default())))
+                .collect();
+            for producer in &producers {
+                rate::warm_up(producer, &args.common.topic).await;
+            }
+            let (topic, size): (Arc<str>, usize) = (args.common.topic.as_str().into(), args.size);
+            let run = rate::run(plan, sent.clone(), move |p, intended| {
+                let (producer, topic) = (producers.get(p).cloned(), topic.clone());
+                // The intended send time, not the actual one: a late send is charged end to end.
+                let stamp = intended.saturating_duration_since(clock).as_micros() as u64;
+                let mut body = vec![0u8; size];
+                if let Some(head) = body.get_mut(..8) {
+                    head.copy_from_slice(&stamp.to_be_bytes());
+                }
+                async move {
+                    let producer = producer.ok_or_else(|| ClientError::InvalidArgument(format!("no producer {p}")))?;
+                    producer.send(&topic, &Message::new(body)).await.map(drop)
+                }
+            })
+            .await?;
+            let report = RateReport::of(offered, sent.msgs.load(Ordering::Relaxed), &run);
+            (run.latency, Some(report))
+        }
+    };
+    producing.store(false, Ordering::Relaxed);
+    let mut latency = histogram();
+    while let Some(h) = consumers.join_next().await {
+        latency.add(h?)?;
+    }
+    let elapsed = start.elapsed();
+    end_progress();
+    let broker = sampler.finish(received.msgs.load(Ordering::Relaxed)).await;
+    let (s, r) = (sent.msgs.load(Ordering::Relaxed), received.msgs.load(Ordering::Relaxed));
+    if r < s {
+        received.error(s - r, &format!("{} of {s} sent messages were not received within 5 s", s - r));
+    }
+    received.errors.fetch_add(sent.errors.load(Ordering::Relaxed), Ordering::Relaxed);
+    let outcome = Outcome {
+        counters: &received,
+        allocs_start,
+        elapsed,
+        latency: &latency,
+        produce_latency: Some(&produce_latency),
+        broker,
+        rate,
+    };
+    finish_report("e2e", &args, outcome, args.common.report.as_ref())
+}
+
+/// Each of `--inflight` senders of every producer sends again as soon as it has its answer,
+/// stamping the body with the time it sends.
+async fn closed_loop(
+    args: &E2eArgs,
+    clock: Instant,
+    stop: &Arc<Stop>,
+    sent: &Arc<Counters>,
+) -> anyhow::Result<Histogram<u64>> {
     let mut producers = tokio::task::JoinSet::new();
     for _ in 0..args.producers {
         let producer = Arc::new(Producer::new(client(&args.common), ProducerConfig::default()));
@@ -104,26 +179,5 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
     while let Some(h) = producers.join_next().await {
         produce_latency.add(h?)?;
     }
-    producing.store(false, Ordering::Relaxed);
-    let mut latency = histogram();
-    while let Some(h) = consumers.join_next().await {
-        latency.add(h?)?;
-    }
-    let elapsed = start.elapsed();
-    end_progress();
-    let broker = sampler.finish(received.msgs.load(Ordering::Relaxed)).await;
-    let (s, r) = (sent.msgs.load(Ordering::Relaxed), received.msgs.load(Ordering::Relaxed));
-    if r < s {
-        received.error(s - r, &format!("{} of {s} sent messages were not received within 5 s", s - r));
-    }
-    received.errors.fetch_add(sent.errors.load(Ordering::Relaxed), Ordering::Relaxed);
-    let outcome = Outcome {
-        counters: &received,
-        allocs_start,
-        elapsed,
-        latency: &latency,
-        produce_latency: Some(&produce_latency),
-        broker,
-    };
-    finish_report("e2e", &args, outcome, args.common.report.as_ref())
+    Ok(produce_latency)
 }

@@ -8,6 +8,10 @@
 //! - `e2e`: produce and consume at once; latency is born-to-consume, measured with a clock
 //!   stamp in the body (same process, monotonic).
 //!
+//! `produce` and `e2e` run closed loop (each sender sends again as soon as it has its answer)
+//! unless `--rate` gives a fixed offered rate: then they run open loop (`rate`), and latency
+//! counts from each send's intended time.
+//!
 //! Reported: msgs/s, MB/s, latency percentiles from an HDR histogram, errors, and for a local
 //! broker (`--broker-pid`) its CPU seconds and RSS, and for a broker built with allocation
 //! counting, allocations and bytes allocated per message. A live progress line while it runs;
@@ -17,6 +21,7 @@ mod consume;
 mod e2e;
 mod produce;
 mod progress;
+mod rate;
 mod report;
 mod sampler;
 
@@ -103,6 +108,12 @@ struct ProduceArgs {
     /// Create the topic with this many queues on every broker first (0: leave it as it is).
     #[arg(long, default_value_t = 8)]
     queues: i32,
+    /// Offered rate, messages per second over all producers: open loop, sends due at fixed
+    /// intervals and timed from then (each producer keeps at most --inflight in flight, 1 in
+    /// sync mode). Without it, each sender sends again as soon as it has its answer.
+    #[arg(long, value_name = "MSGS_PER_SEC")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<f64>,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -140,6 +151,11 @@ struct E2eArgs {
     queues: i32,
     #[arg(short = 'g', long, default_value = "silo-bench-e2e")]
     group: String,
+    /// Offered rate, messages per second over all producers: open loop, and the end-to-end
+    /// latency counts from each message's intended send time (see `produce --rate`).
+    #[arg(long, value_name = "MSGS_PER_SEC")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<f64>,
 }
 
 /// Counters shared by the workers and the progress line.
@@ -195,10 +211,14 @@ fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 100_000_000, 3).expect("constant histogram bounds are valid")
 }
 
-fn client(common: &Common) -> Client {
+fn client_config(common: &Common) -> ClientConfig {
     let mut config = ClientConfig::new(&common.namesrv);
     config.timeout = Duration::from_millis(common.timeout_ms);
-    Client::new(config)
+    config
+}
+
+fn client(common: &Common) -> Client {
+    Client::new(client_config(common))
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -218,25 +238,30 @@ fn body_of(size: usize) -> Bytes {
 }
 
 async fn ensure_topic(common: &Common, queues: i32) -> anyhow::Result<()> {
+    ensure_named_topic(common, &common.topic, queues).await
+}
+
+/// Creates `topic` with `queues` queues on every broker and waits until the name server routes it.
+async fn ensure_named_topic(common: &Common, topic: &str, queues: i32) -> anyhow::Result<()> {
     if queues <= 0 {
         return Ok(());
     }
     let admin = Admin::new(client(common));
     admin
-        .create_topic(None, &TopicSpec::new(&common.topic, queues))
+        .create_topic(None, &TopicSpec::new(topic, queues))
         .await
-        .with_context(|| format!("cannot create topic {} with {queues} queues", common.topic))?;
+        .with_context(|| format!("cannot create topic {topic} with {queues} queues"))?;
     // The name server learns of the topic when the broker registers: wait for the route.
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        if let Some(route) = admin.route(&common.topic).await?
+        if let Some(route) = admin.route(topic).await?
             && route.queue_datas.iter().all(|q| q.write_queue_nums == queues)
             && !route.queue_datas.is_empty()
         {
             return Ok(());
         }
         if Instant::now() >= deadline {
-            bail!("topic {} has no route with {queues} queues 60 s after it was created", common.topic);
+            bail!("topic {topic} has no route with {queues} queues 60 s after it was created");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -1,15 +1,18 @@
 //! `silo bench produce`: K producers sending single messages or batches, one or many sends in
-//! flight each, for a count or a duration.
+//! flight each, for a count or a duration: as fast as the broker answers (closed loop), or at
+//! a fixed offered rate with `--rate` (open loop, see `rate`).
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::bail;
-use silo_client::{Admin, Message, Producer, ProducerConfig};
+use hdrhistogram::Histogram;
+use silo_client::{Admin, ClientError, Message, Producer, ProducerConfig};
 
 use super::progress::progress;
-use super::report::{Outcome, finish_report};
+use super::rate::{self, Plan};
+use super::report::{Outcome, RateReport, finish_report};
 use super::sampler::{BrokerSampler, own_allocs};
 use super::{Counters, Mode, ProduceArgs, Stop, body_of, client, ensure_topic, histogram};
 
@@ -27,7 +30,63 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
     let end_progress = progress(counters.clone(), "produce", args.count, duration);
     let allocs_start = own_allocs();
-    let start = Instant::now();
+    let (latency, elapsed, rate) = match args.rate {
+        None => {
+            let start = Instant::now();
+            let latency = closed_loop(&args, per_producer, &stop, &counters, &batch).await?;
+            (latency, start.elapsed(), None)
+        }
+        Some(offered) => {
+            let n = batch.len() as u64;
+            let plan = Plan {
+                rate: offered,
+                msgs_per_send: n,
+                bytes_per_send: n * args.size as u64,
+                producers: args.producers,
+                inflight: per_producer,
+                count: args.count,
+                duration: duration.map(Duration::from_secs_f64),
+                cancel: None,
+            };
+            let producers: Vec<Arc<Producer>> = (0..args.producers)
+                .map(|_| Arc::new(Producer::new(client(&args.common), ProducerConfig::default())))
+                .collect();
+            for producer in &producers {
+                rate::warm_up(producer, &args.common.topic).await;
+            }
+            let topic: Arc<str> = args.common.topic.as_str().into();
+            let run = rate::run(plan, counters.clone(), move |p, _intended| {
+                let (producer, batch, topic) = (producers.get(p).cloned(), batch.clone(), topic.clone());
+                async move {
+                    let producer = producer.ok_or_else(|| ClientError::InvalidArgument(format!("no producer {p}")))?;
+                    match batch.as_slice() {
+                        [one] => producer.send(&topic, one).await.map(drop),
+                        many => producer.send_batch(&topic, many).await.map(drop),
+                    }
+                }
+            })
+            .await?;
+            let acknowledged = counters.msgs.load(Ordering::Relaxed);
+            let report = RateReport::of(offered, acknowledged, &run);
+            (run.latency, run.elapsed, Some(report))
+        }
+    };
+    end_progress();
+    let msgs = counters.msgs.load(Ordering::Relaxed);
+    let broker = sampler.finish(msgs).await;
+    let outcome =
+        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker, rate };
+    finish_report("produce", &args, outcome, args.common.report.as_ref())
+}
+
+/// Each of `per_producer` senders of every producer sends again as soon as it has its answer.
+async fn closed_loop(
+    args: &ProduceArgs,
+    per_producer: usize,
+    stop: &Arc<Stop>,
+    counters: &Arc<Counters>,
+    batch: &Arc<Vec<Message>>,
+) -> anyhow::Result<Histogram<u64>> {
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.producers {
         let producer = Arc::new(Producer::new(client(&args.common), ProducerConfig::default()));
@@ -61,11 +120,5 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     while let Some(h) = workers.join_next().await {
         latency.add(h?)?;
     }
-    let elapsed = start.elapsed();
-    end_progress();
-    let msgs = counters.msgs.load(Ordering::Relaxed);
-    let broker = sampler.finish(msgs).await;
-    let outcome =
-        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker };
-    finish_report("produce", &args, outcome, args.common.report.as_ref())
+    Ok(latency)
 }

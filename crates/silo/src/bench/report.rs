@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use super::Counters;
+use super::rate::OpenLoop;
 use super::sampler::{BrokerCost, own_allocs};
 
 /// The machine a run was made on.
@@ -43,19 +44,20 @@ impl Machine {
     }
 }
 
+/// Percentiles of a histogram, microseconds.
 #[derive(Debug, Serialize)]
-struct Latency {
-    p50: u64,
-    p90: u64,
-    p99: u64,
-    p999: u64,
-    max: u64,
-    mean: f64,
-    samples: u64,
+pub(super) struct Latency {
+    pub(super) p50: u64,
+    pub(super) p90: u64,
+    pub(super) p99: u64,
+    pub(super) p999: u64,
+    pub(super) max: u64,
+    pub(super) mean: f64,
+    pub(super) samples: u64,
 }
 
 impl Latency {
-    fn of(h: &Histogram<u64>) -> Self {
+    pub(super) fn of(h: &Histogram<u64>) -> Self {
         Self {
             p50: h.value_at_quantile(0.50),
             p90: h.value_at_quantile(0.90),
@@ -85,6 +87,9 @@ struct Report<P: Serialize> {
     latency_us: Latency,
     #[serde(skip_serializing_if = "Option::is_none")]
     produce_latency_us: Option<Latency>,
+    /// An open-loop run (`--rate`): the offered and achieved rates and the schedule lag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate: Option<RateReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broker: Option<BrokerCost>,
     /// This load generator's own allocations per message, when `silo` is built with
@@ -102,7 +107,123 @@ pub(super) struct Outcome<'a> {
     pub(super) latency: &'a Histogram<u64>,
     pub(super) produce_latency: Option<&'a Histogram<u64>>,
     pub(super) broker: Option<BrokerCost>,
+    /// Set for an open-loop run.
+    pub(super) rate: Option<RateReport>,
 }
+
+/// A run at a fixed offered rate is sustained when it achieved at least this share of it...
+const SUSTAINED_SHARE: f64 = 0.99;
+/// ...its sends went out at most this late (p99, µs) after their intended time...
+const SUSTAINED_LAG_P99_US: u64 = 10_000;
+/// ...and every scheduled send went out.
+const SUSTAINED_IF: &str = "achieved >= 99% of offered, schedule lag p99 <= 10 ms, no send left unsent";
+
+/// How an open-loop run kept to its offered rate.
+#[derive(Debug, Serialize)]
+pub(super) struct RateReport {
+    pub(super) offered_msgs_per_sec: f64,
+    /// Acknowledged messages per second, from the first intended send until the last worker
+    /// finished.
+    pub(super) achieved_msgs_per_sec: f64,
+    pub(super) sustained: bool,
+    pub(super) sustained_if: &'static str,
+    pub(super) scheduled_msgs: u64,
+    pub(super) acknowledged_msgs: u64,
+    /// Scheduled, but still waiting for a free sender when the run's drain time was over.
+    pub(super) unsent_msgs: u64,
+    /// How late the sends went out after their intended times, µs: the generator's own delay
+    /// plus the wait for a free sender when all were busy.
+    pub(super) schedule_lag_us: Latency,
+}
+
+impl RateReport {
+    pub(super) fn of(offered: f64, acknowledged: u64, run: &OpenLoop) -> Self {
+        let achieved = acknowledged as f64 / run.elapsed.as_secs_f64().max(1e-9);
+        let lag = Latency::of(&run.lag);
+        let sustained =
+            achieved >= SUSTAINED_SHARE * offered && lag.p99 <= SUSTAINED_LAG_P99_US && run.unsent_msgs == 0;
+        Self {
+            offered_msgs_per_sec: offered,
+            achieved_msgs_per_sec: achieved,
+            sustained,
+            sustained_if: SUSTAINED_IF,
+            scheduled_msgs: run.scheduled_msgs,
+            acknowledged_msgs: acknowledged,
+            unsent_msgs: run.unsent_msgs,
+            schedule_lag_us: lag,
+        }
+    }
+
+    /// One line: offered, achieved, and whether that was sustained.
+    pub(super) fn summary(&self) -> String {
+        format!(
+            "offered {:.0} msgs/s, achieved {:.0} msgs/s: {} ({}){}",
+            self.offered_msgs_per_sec,
+            self.achieved_msgs_per_sec,
+            if self.sustained { "sustained" } else { "NOT sustained" },
+            self.sustained_if,
+            if self.unsent_msgs > 0 {
+                format!(", {} scheduled messages never sent", self.unsent_msgs)
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// A table with aligned columns (markdown), the first column left-aligned, the others right.
+pub(super) fn print_table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::from("|");
+        for (i, (cell, w)) in cells.zip(&widths).enumerate() {
+            let pad = w.saturating_sub(cell.chars().count());
+            if i == 0 {
+                out.push_str(&format!(" {cell}{} |", " ".repeat(pad)));
+            } else {
+                out.push_str(&format!(" {}{cell} |", " ".repeat(pad)));
+            }
+        }
+        out
+    };
+    println!("{}", line(&mut header.iter().copied()));
+    let rule: String =
+        widths
+            .iter()
+            .enumerate()
+            .map(|(i, w)| {
+                if i == 0 {
+                    format!(" {} |", "-".repeat(*w))
+                } else {
+                    format!(" {}: |", "-".repeat(w.saturating_sub(1)))
+                }
+            })
+            .collect();
+    println!("|{rule}");
+    for row in rows {
+        println!("{}", line(&mut row.iter().map(String::as_str)));
+    }
+}
+
+/// The percentile columns of a latency table row.
+pub(super) fn latency_cells(l: &Latency) -> Vec<String> {
+    vec![
+        l.samples.to_string(),
+        l.p50.to_string(),
+        l.p90.to_string(),
+        l.p99.to_string(),
+        l.p999.to_string(),
+        l.max.to_string(),
+        format!("{:.0}", l.mean),
+    ]
+}
+
+pub(super) const LATENCY_HEADER: [&str; 7] = ["samples", "p50", "p90", "p99", "p99.9", "max", "mean"];
 
 pub(super) fn finish_report<P: Serialize>(
     workload: &'static str,
@@ -110,7 +231,7 @@ pub(super) fn finish_report<P: Serialize>(
     outcome: Outcome<'_>,
     report: Option<&PathBuf>,
 ) -> anyhow::Result<()> {
-    let Outcome { counters, allocs_start, elapsed, latency, produce_latency, broker } = outcome;
+    let Outcome { counters, allocs_start, elapsed, latency, produce_latency, broker, rate } = outcome;
     let allocs_end = own_allocs();
     let msgs = counters.msgs.load(Ordering::Relaxed);
     let bytes = counters.bytes.load(Ordering::Relaxed);
@@ -128,6 +249,7 @@ pub(super) fn finish_report<P: Serialize>(
         mb_per_sec: bytes as f64 / secs / 1e6,
         latency_us: Latency::of(latency),
         produce_latency_us: produce_latency.map(Latency::of),
+        rate,
         broker,
         client_allocs_per_msg: allocs_start
             .zip(allocs_end)
@@ -139,10 +261,27 @@ pub(super) fn finish_report<P: Serialize>(
         "{workload}: {msgs} msgs in {secs:.2} s: {:.0} msgs/s, {:.1} MB/s, {} errors",
         r.msgs_per_sec, r.mb_per_sec, r.errors
     );
-    println!(
-        "latency (µs): p50 {} p90 {} p99 {} p99.9 {} max {} mean {:.0}",
-        l.p50, l.p90, l.p99, l.p999, l.max, l.mean
-    );
+    match &r.rate {
+        None => println!(
+            "latency (µs): p50 {} p90 {} p99 {} p99.9 {} max {} mean {:.0}",
+            l.p50, l.p90, l.p99, l.p999, l.max, l.mean
+        ),
+        Some(rate) => {
+            println!("{}", rate.summary());
+            let mut rows = Vec::new();
+            let mut row = |label: &str, l: &Latency| rows.push([vec![label.to_owned()], latency_cells(l)].concat());
+            if let Some(send) = &r.produce_latency_us {
+                row("send, from intended time", send);
+                row("end to end, from intended time", l);
+            } else {
+                row("send, from intended time", l);
+            }
+            row("schedule lag", &rate.schedule_lag_us);
+            let mut header = vec!["latency µs"];
+            header.extend(LATENCY_HEADER);
+            print_table(&header, &rows);
+        }
+    }
     if let Some(e) = &r.first_error {
         println!("first error: {e}");
     }
