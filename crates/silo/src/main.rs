@@ -37,7 +37,7 @@ enum Command {
     Consume(consume::ConsumeArgs),
     /// Topics, the cluster, consumer group progress, message lookup, broker status.
     Admin(admin::AdminArgs),
-    /// Measure a broker (Silo or any RocketMQ): produce, consume catch-up, end to end.
+    /// Measure a broker (Silo or any RocketMQ): produce, consume catch-up, end to end, visibility.
     Bench(bench::BenchArgs),
     /// Decode RocketMQ bytes (a commit-log segment, a pull body, a frame or a batch) into JSON lines.
     Decode {

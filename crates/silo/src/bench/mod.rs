@@ -7,6 +7,8 @@
 //! - `consume`: catch-up over the backlog of a topic, every queue pulled at once.
 //! - `e2e`: produce and consume at once; latency is born-to-consume, measured with a clock
 //!   stamp in the body (same process, monotonic).
+//! - `visibility`: from a send's acknowledgement until a pull returns the message, for a new
+//!   topic, after the broker was idle, and under load.
 //!
 //! `produce` and `e2e` run closed loop (each sender sends again as soon as it has its answer)
 //! unless `--rate` gives a fixed offered rate: then they run open loop (`rate`), and latency
@@ -24,6 +26,7 @@ mod progress;
 mod rate;
 mod report;
 mod sampler;
+mod visibility;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -50,6 +53,9 @@ enum Workload {
     Consume(ConsumeArgs),
     /// Produce and consume at once; latency from send to receipt.
     E2e(E2eArgs),
+    /// Time from a send's acknowledgement until a pull returns the message: to a new topic,
+    /// after the broker was idle, and under load.
+    Visibility(VisibilityArgs),
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -177,6 +183,76 @@ impl Counters {
     }
 }
 
+/// The cases of `bench visibility`.
+#[derive(Debug, Clone, Copy, ValueEnum, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+enum Case {
+    /// Each sample sends to a topic that did not exist, created by that send.
+    NewTopic,
+    /// An existing topic, after a pause with nothing to do (--idle-ms).
+    AfterIdle,
+    /// While background producers send to another topic at --load-rate.
+    UnderLoad,
+}
+
+impl Case {
+    fn name(self) -> &'static str {
+        match self {
+            Self::NewTopic => "new-topic",
+            Self::AfterIdle => "after-idle",
+            Self::UnderLoad => "under-load",
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct VisibilityArgs {
+    /// The topic of the after-idle and under-load samples (the background load goes to
+    /// TOPIC-load, the new-topic samples to new topics TOPIC-new-RUN-N).
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    /// Samples per case.
+    #[arg(long, default_value_t = 200)]
+    samples: usize,
+    /// Samples of the new-topic case, each creating a topic (default: --samples).
+    #[arg(long)]
+    new_topic_samples: Option<usize>,
+    /// The cases to run, in this order.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Case::NewTopic, Case::AfterIdle, Case::UnderLoad])]
+    cases: Vec<Case>,
+    /// Pause before each after-idle sample, milliseconds.
+    #[arg(long, default_value_t = 300)]
+    idle_ms: u64,
+    /// Pause before each new-topic and under-load sample, milliseconds.
+    #[arg(long, default_value_t = 10)]
+    gap_ms: u64,
+    /// Offered rate of the under-load case's background producers, messages per second.
+    #[arg(long, default_value_t = 20_000.0, value_name = "MSGS_PER_SEC")]
+    load_rate: f64,
+    /// Background producers of the under-load case.
+    #[arg(long, default_value_t = 2)]
+    load_producers: usize,
+    /// Sends in flight per background producer, at most.
+    #[arg(long, default_value_t = 32)]
+    load_inflight: usize,
+    /// Body size of every message.
+    #[arg(long, default_value_t = 1024)]
+    size: usize,
+    /// Create the sample and load topics with this many queues first (0: leave them as they are).
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+    /// A message no pull returned this long after its acknowledgement counts as missed, ms.
+    #[arg(long, default_value_t = 5_000)]
+    max_wait_ms: u64,
+    /// Consumer group of the pulls.
+    #[arg(short = 'g', long, default_value = "silo-bench-visibility")]
+    group: String,
+    /// Keep the new-topic case's topics (by default they are deleted at the end).
+    #[arg(long)]
+    keep_topics: bool,
+}
+
 /// When to stop: after a number of messages (tickets) or at a deadline.
 #[derive(Debug)]
 struct Stop {
@@ -228,6 +304,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Workload::Produce(a) => produce::produce(a).await,
             Workload::Consume(a) => consume::consume(a).await,
             Workload::E2e(a) => e2e::e2e(a).await,
+            Workload::Visibility(a) => visibility::visibility(a).await,
         }
     })
 }
