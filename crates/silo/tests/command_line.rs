@@ -241,6 +241,60 @@ fn bench_workloads_run_and_report() {
     let r: Value = serde_json::from_slice(&std::fs::read(&e).unwrap()).unwrap();
     assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
     assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
+
+    // At a fixed offered rate (open loop). Only that the figures exist and are consistent: the
+    // rates and latencies themselves depend on the machine.
+    let read = |path: &str| -> Value { serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap() };
+    let percentiles_ordered = |l: &Value| {
+        let v: Vec<u64> = ["p50", "p90", "p99", "p999", "max"].iter().map(|k| l[*k].as_u64().unwrap()).collect();
+        assert!(v.windows(2).all(|w| w[0] <= w[1]), "percentiles out of order: {l}");
+        assert!(l["samples"].as_u64().unwrap() > 0, "{l}");
+    };
+    let rate_consistent = |r: &Value, offered: f64| {
+        let rate = &r["rate"];
+        assert_eq!(rate["offered_msgs_per_sec"].as_f64(), Some(offered), "{r}");
+        assert!(rate["achieved_msgs_per_sec"].as_f64().unwrap() > 0.0, "{r}");
+        assert!(rate["sustained"].is_boolean(), "{r}");
+        assert!(rate["scheduled_msgs"].as_u64().unwrap() >= rate["acknowledged_msgs"].as_u64().unwrap(), "{r}");
+        percentiles_ordered(&rate["schedule_lag_us"]);
+    };
+    let (pr, er, v) = (report("produce-rate.json"), report("e2e-rate.json"), report("visibility.json"));
+    let args = ["bench", "produce", "-t", "BenchRate", "--rate", "2000", "--duration", "2", "--producers", "2"];
+    silo(&s, &[&args[..], &["--report", &pr]].concat(), "");
+    let r = read(&pr);
+    assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
+    assert_eq!(r["rate"]["acknowledged_msgs"], r["msgs"], "{r}");
+    assert_eq!(r["params"]["rate"].as_f64(), Some(2000.0), "{r}");
+    rate_consistent(&r, 2000.0);
+    percentiles_ordered(&r["latency_us"]);
+
+    silo(&s, &["bench", "e2e", "-t", "BenchE2eRate", "--rate", "1000", "--duration", "2", "--report", &er], "");
+    let r = read(&er);
+    assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
+    assert_eq!(r["errors"].as_u64(), Some(0), "{r}");
+    rate_consistent(&r, 1000.0);
+    percentiles_ordered(&r["latency_us"]);
+    percentiles_ordered(&r["produce_latency_us"]);
+
+    let args = ["bench", "visibility", "-t", "BenchVisible", "--samples", "20", "--idle-ms", "100"];
+    silo(&s, &[&args[..], &["--load-rate", "2000", "--report", &v]].concat(), "");
+    let r = read(&v);
+    assert_eq!(r["workload"], "visibility", "{r}");
+    for case in ["new-topic", "after-idle", "under-load"] {
+        let c = &r["cases"][case];
+        let (found, missed) = (c["found"].as_u64().unwrap(), c["missed"].as_u64().unwrap());
+        assert_eq!(c["samples"].as_u64(), Some(20), "{case}: {c}");
+        assert_eq!(c["errors"].as_u64(), Some(0), "{case}: {c}");
+        assert_eq!(found + missed, 20, "{case}: {c}");
+        assert!(found > 0, "{case}: {c}");
+        assert!(c["first_pull_found"].as_u64().unwrap() <= found, "{case}: {c}");
+        percentiles_ordered(&c["visibility_us"]);
+        percentiles_ordered(&c["send_us"]);
+    }
+    assert_eq!(r["new_topics"]["created"].as_u64(), Some(20), "{r}");
+    assert_eq!(r["load"]["offered_msgs_per_sec"].as_f64(), Some(2000.0), "{r}");
+    assert!(r["load"]["acknowledged_msgs"].as_u64().unwrap() > 0, "{r}");
 }
 
 /// `consume --follow` prints messages as they arrive, commits the group's offsets as it goes,
