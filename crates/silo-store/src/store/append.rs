@@ -13,14 +13,16 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::ops::Range;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use bytes::BufMut;
 use silo_wire::checksum::body_crc;
 use silo_wire::properties::{MAX_PROPERTIES_LEN, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, PropertiesView, keys};
 use silo_wire::record::{BLANK_LEN, MessageVersion, encode_blank, offsets, store_timestamp_offset, sys_flag};
 
-use super::Inner;
+use super::workers::Workers;
+use crate::commit_log::CommitLog;
+use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
 use crate::mapped::MappedFile;
 use crate::names::{is_lmq, is_valid_topic, topic_allows_lmq};
@@ -158,8 +160,7 @@ impl Appender {
     }
 
     /// Validates and encodes one message (outside the critical section).
-    pub(crate) fn encode(&mut self, inner: &Inner, msg: &MessageToStore<'_>, allow_lmq: bool) -> Result<()> {
-        let cfg = &inner.config;
+    pub(crate) fn encode(&mut self, cfg: &StoreConfig, msg: &MessageToStore<'_>, allow_lmq: bool) -> Result<()> {
         if !is_valid_topic(msg.topic) {
             return Err(StoreError::InvalidTopic(msg.topic.to_owned()));
         }
@@ -336,7 +337,22 @@ fn patch_i32(buf: &mut [u8], at: usize, v: i32) {
     }
 }
 
-impl Inner {
+/// The writing side of the store: the commit log and the state of its critical section.
+#[derive(Debug)]
+pub(crate) struct Writer {
+    pub(crate) commit_log: CommitLog,
+    pub(crate) state: Mutex<AppendState>,
+}
+
+/// What an append reads besides the writer: the config, and the threads it wakes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AppendContext<'a> {
+    pub(crate) config: &'a StoreConfig,
+    pub(crate) writer: &'a Writer,
+    pub(crate) workers: &'a Workers,
+}
+
+impl AppendContext<'_> {
     /// Appends `msgs` (one message, or a batch for one queue), already encoded in `app`,
     /// inside the critical section.
     pub(crate) fn append_encoded(&self, app: &mut Appender, msgs: &[MessageToStore<'_>]) -> Result<AppendResult> {
@@ -344,8 +360,8 @@ impl Inner {
             return Err(StoreError::MessageIllegal("nothing to append".into()));
         };
         let (topic, queue_id) = (first.topic, first.queue_id);
-        let mut state = self.append_state.lock().unwrap_or_else(|e| e.into_inner());
-        if self.is_shut_down() {
+        let mut state = self.writer.state.lock().unwrap_or_else(|e| e.into_inner());
+        if self.workers.is_shut_down() {
             return Err(StoreError::ShutDown);
         }
         let state = &mut *state;
@@ -382,7 +398,7 @@ impl Inner {
             }
             sizes_total += size;
         }
-        let segment_size = self.commit_log.segment_size();
+        let segment_size = self.writer.commit_log.segment_size();
         if sizes_total + BLANK_LEN > segment_size {
             return Err(StoreError::MessageIllegal(format!(
                 "{sizes_total} bytes cannot fit a commit-log segment of {segment_size}"
@@ -394,14 +410,14 @@ impl Inner {
             let segment = match &state.current {
                 Some(seg) if !seg.is_full() => seg.clone(),
                 Some(seg) => {
-                    let next = self.commit_log.roll(seg.end())?;
-                    self.request_allocation();
+                    let next = self.writer.commit_log.roll(seg.end())?;
+                    self.workers.request_allocation();
                     state.current = Some(next.clone());
                     next
                 }
                 None => {
-                    let next = self.commit_log.roll(self.commit_log.max_offset().max(0) as u64)?;
-                    self.request_allocation();
+                    let next = self.writer.commit_log.roll(self.writer.commit_log.max_offset().max(0) as u64)?;
+                    self.workers.request_allocation();
                     state.current = Some(next.clone());
                     next
                 }
@@ -418,7 +434,7 @@ impl Inner {
             // SAFETY: the append lock is held (single writer) and `pos` is the write position.
             unsafe { segment.write_at(pos, &[&blank]) };
             segment.publish(segment.size());
-            self.commit_log.set_max_offset(segment.end() as i64);
+            self.writer.commit_log.set_max_offset(segment.end() as i64);
         };
 
         let start_pos = segment.wrote();
@@ -475,7 +491,7 @@ impl Inner {
         }
         segment.publish(pos);
         let end = segment.start() as i64 + pos as i64;
-        self.commit_log.set_max_offset(end);
+        self.writer.commit_log.set_max_offset(end);
 
         // PUT_OK: only now do the offsets advance, exactly once.
         if takes_offset {
@@ -491,7 +507,7 @@ impl Inner {
         }
         state.last_store_timestamp = now;
         drop(segment);
-        self.wake_dispatcher();
+        self.workers.wake_dispatcher();
         Ok(AppendResult {
             physical_offset: segment_start_phys(&app.batch),
             size: first_size,
@@ -544,15 +560,19 @@ impl AppendState {
 }
 
 /// Appends one message. See [`Appender`].
-pub(crate) fn append_one(inner: &Inner, app: &mut Appender, msg: &MessageToStore<'_>) -> Result<AppendResult> {
+pub(crate) fn append_one(cx: AppendContext<'_>, app: &mut Appender, msg: &MessageToStore<'_>) -> Result<AppendResult> {
     app.clear();
-    app.encode(inner, msg, true)?;
-    inner.append_encoded(app, std::slice::from_ref(msg))
+    app.encode(cx.config, msg, true)?;
+    cx.append_encoded(app, std::slice::from_ref(msg))
 }
 
 /// Appends messages of one queue as a batch: consecutive queue offsets, never split across
 /// segments. LMQ dispatch does not apply to batches (as in Java).
-pub(crate) fn append_batch(inner: &Inner, app: &mut Appender, msgs: &[MessageToStore<'_>]) -> Result<AppendResult> {
+pub(crate) fn append_batch(
+    cx: AppendContext<'_>,
+    app: &mut Appender,
+    msgs: &[MessageToStore<'_>],
+) -> Result<AppendResult> {
     app.clear();
     let Some(first) = msgs.first() else {
         return Err(StoreError::MessageIllegal("empty batch".into()));
@@ -564,9 +584,9 @@ pub(crate) fn append_batch(inner: &Inner, app: &mut Appender, msgs: &[MessageToS
         if msg.sys_flag & sys_flag::TRANSACTION_MASK != sys_flag::TRANSACTION_NOT_TYPE {
             return Err(StoreError::MessageIllegal("a batch cannot hold transactional messages".into()));
         }
-        app.encode(inner, msg, false)?;
+        app.encode(cx.config, msg, false)?;
     }
-    inner.append_encoded(app, msgs)
+    cx.append_encoded(app, msgs)
 }
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use silo_wire::properties::keys;
 use silo_wire::record::{Decoded, StoredRecord, decode_record, sys_flag};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::consume_queue::{ConsumeQueue, Unit};
 use crate::names::{SCHEDULE_TOPIC, delay_for_level, is_lmq, is_valid_topic, topic_allows_lmq};
 
@@ -19,7 +19,7 @@ impl Inner {
         let mut touched = Vec::new();
         let mut idle_rounds = 0u32;
         loop {
-            let target = self.commit_log.max_offset();
+            let target = self.writer.commit_log.max_offset();
             if self.dispatched_offset() < target {
                 self.dispatch_with(target, &mut touched);
                 idle_rounds = 0;
@@ -36,12 +36,12 @@ impl Inner {
             }
             // Idle for ~100 ms: sleep until an append wakes us. The flag is set before the last
             // look for work, and appenders publish before they read it, so none is missed.
-            self.dispatcher_sleeping.store(true, Ordering::SeqCst);
+            self.workers.dispatcher_sleeping.store(true, Ordering::SeqCst);
             std::sync::atomic::fence(Ordering::SeqCst);
-            if self.commit_log.max_offset() == self.dispatched_offset() && !self.is_shut_down() {
+            if self.writer.commit_log.max_offset() == self.dispatched_offset() && !self.is_shut_down() {
                 std::thread::park_timeout(Duration::from_millis(500));
             }
-            self.dispatcher_sleeping.store(false, Ordering::SeqCst);
+            self.workers.dispatcher_sleeping.store(false, Ordering::SeqCst);
             idle_rounds = 0;
         }
     }
@@ -62,9 +62,9 @@ impl Inner {
         let mut index = self.index.as_ref().map(|i| i.lock().unwrap_or_else(|e| e.into_inner()));
         let mut last_ts = None;
         while at < target {
-            let Some(segment) = self.commit_log.segment_for(at) else {
+            let Some(segment) = self.writer.commit_log.segment_for(at) else {
                 // The segment holding `at` was deleted by retention: skip to the oldest one.
-                let min = self.commit_log.min_offset();
+                let min = self.writer.commit_log.min_offset();
                 if min > at {
                     at = min;
                     continue;
@@ -121,7 +121,7 @@ impl Inner {
     pub(crate) fn rebuild_queues(&self, queues: &[Arc<ConsumeQueue>], end: i64) -> u64 {
         let mut touched = Vec::new();
         let mut records = 0u64;
-        for segment in self.commit_log.segments() {
+        for segment in self.writer.commit_log.segments() {
             let bytes = segment.all_bytes();
             let mut pos = 0usize;
             while (segment.start() as i64 + pos as i64) < end {

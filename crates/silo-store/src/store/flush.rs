@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant, SystemTime};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::config::FlushMode;
 use crate::error::{Result, StoreError};
 
@@ -20,7 +20,7 @@ impl Inner {
     }
 
     pub(super) fn wait_flushed(&self, end_offset: i64, timeout: Duration) -> Result<()> {
-        if self.commit_log.flushed_offset() >= end_offset {
+        if self.writer.commit_log.flushed_offset() >= end_offset {
             return Ok(());
         }
         let deadline = Instant::now() + timeout;
@@ -30,11 +30,11 @@ impl Inner {
         }
         self.flush_requested.notify_one();
         if !self.config.flush.is_sync()
-            && let Some(t) = self.flusher.get()
+            && let Some(t) = self.workers.flusher.get()
         {
             t.unpark();
         }
-        while self.commit_log.flushed_offset() < end_offset {
+        while self.writer.commit_log.flushed_offset() < end_offset {
             let now = Instant::now();
             if now >= deadline {
                 return Err(StoreError::FlushTimeout(timeout));
@@ -46,8 +46,8 @@ impl Inner {
 
     pub(super) fn flush_commit_log(&self) -> Result<i64> {
         // Read the timestamp first: it then belongs to a record at or before the flushed end.
-        let ts = self.append_state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
-        let flushed = self.commit_log.flush()?;
+        let ts = self.writer.state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
+        let flushed = self.writer.commit_log.flush()?;
         self.flush_rounds.fetch_add(1, Ordering::Relaxed);
         {
             let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,14 +93,14 @@ impl Inner {
             match self.config.flush {
                 FlushMode::Sync { .. } => {
                     let req = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
-                    let pending = req.requested > self.commit_log.flushed_offset();
+                    let pending = req.requested > self.writer.commit_log.flushed_offset();
                     if !pending && !shutting_down {
                         let _ = self.flush_requested.wait_timeout(req, Duration::from_millis(10));
                     } else {
                         drop(req);
                     }
                     // Everything appended so far is flushed by this one sync: group commit.
-                    if self.commit_log.dirty_bytes() > 0
+                    if self.writer.commit_log.dirty_bytes() > 0
                         && let Err(e) = self.flush_commit_log()
                     {
                         tracing::error!(error = %e, "commit-log flush failed");
@@ -112,9 +112,9 @@ impl Inner {
                         std::thread::park_timeout(interval);
                     }
                     let thorough = last_thorough.elapsed() >= thorough_interval;
-                    let dirty = self.commit_log.dirty_bytes();
+                    let dirty = self.writer.commit_log.dirty_bytes();
                     let requested = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner()).requested
-                        > self.commit_log.flushed_offset();
+                        > self.writer.commit_log.flushed_offset();
                     if dirty > 0 && (thorough || requested || dirty as usize >= least_pages * 4096) {
                         if let Err(e) = self.flush_commit_log() {
                             tracing::error!(error = %e, "commit-log flush failed");

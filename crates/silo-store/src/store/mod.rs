@@ -9,101 +9,45 @@
 //! | `flush.rs` | group commit, the durability wait, the flusher thread |
 //! | `segments.rs` | the segment allocator thread and retention |
 //! | `recovery.rs` | loading queues, cutting the log's torn tail, re-dispatch |
+//! | `inner.rs` | the state the parts share: writer, queues, index, flush state, workers |
+//! | `workers.rs` | the background threads: shutdown, and how to wake each |
+//! | `root_guard.rs` | one open store per directory in the process |
+//!
+//! The append path owns its part (`Writer`: the commit log and the critical section's state)
+//! and sees the rest only through `AppendContext`; the other parts add methods to `Inner` in
+//! their own files. Nothing below `mod.rs` imports it, so there is no import circle.
 
 mod append;
 mod dispatch;
 mod flush;
+mod inner;
 mod read;
 mod recovery;
+mod root_guard;
 mod segments;
+mod workers;
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
-use std::thread::{JoinHandle, Thread};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
 
 pub use self::append::{AppendResult, Appender, MessageToStore};
-use self::append::{AppendState, append_batch, append_one};
+use self::append::{AppendState, Writer, append_batch, append_one};
+use self::inner::{FlushRequests, Inner};
 pub use self::read::{GetResult, GetStatus, MessageRef, TagFilter};
 pub use self::recovery::RecoveryReport;
-use crate::checkpoint::{Checkpoint, CheckpointFile};
+use self::root_guard::RootGuard;
+use self::workers::Workers;
+use crate::checkpoint::CheckpointFile;
 use crate::commit_log::CommitLog;
 use crate::config::{FlushMode, StoreConfig};
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
 use crate::index::IndexService;
-use crate::names::is_valid_topic;
-
-/// topic → queue id → consume queue.
-type QueueTable = HashMap<Box<str>, Vec<Option<Arc<ConsumeQueue>>>>;
-
-#[derive(Debug, Default)]
-struct FlushRequests {
-    /// Highest end offset a synchronous appender waits for.
-    requested: i64,
-}
-
-#[derive(Debug)]
-pub(crate) struct Inner {
-    pub(crate) config: StoreConfig,
-    pub(crate) commit_log: CommitLog,
-    pub(crate) append_state: Mutex<AppendState>,
-    queues: RwLock<QueueTable>,
-    /// Commit-log offset up to which records are dispatched into consume queues.
-    pub(crate) dispatched: AtomicI64,
-    /// Woken after every dispatch round that moved `dispatched`.
-    pub(crate) dispatch_progress: tokio::sync::Notify,
-    /// Store timestamp of the last dispatched record.
-    pub(crate) last_dispatched_timestamp: AtomicI64,
-    pub(crate) index: Option<Mutex<IndexService>>,
-    /// Records below this commit-log offset are in the index already (recovery re-dispatch).
-    pub(crate) index_covered: AtomicI64,
-    checkpoint: Mutex<(CheckpointFile, Checkpoint)>,
-    flush_requests: Mutex<FlushRequests>,
-    flush_requested: Condvar,
-    flush_done: Condvar,
-    flushed_watch: tokio::sync::watch::Sender<i64>,
-    /// msync rounds of the commit log (group commit makes this far smaller than the appends).
-    flush_rounds: std::sync::atomic::AtomicU64,
-    shutdown: AtomicBool,
-    dispatcher: OnceLock<Thread>,
-    /// Set while the dispatcher sleeps for long (idle store): only then do appenders wake it.
-    pub(crate) dispatcher_sleeping: AtomicBool,
-    flusher: OnceLock<Thread>,
-    allocator: OnceLock<Thread>,
-    allocation_wanted: AtomicBool,
-    /// The open `lock` file, held (fcntl lock) for the life of the store.
-    _lock: std::fs::File,
-    _root_guard: RootGuard,
-}
-
-/// fcntl locks are per process: they keep other processes (another Silo, a Java broker) out,
-/// but not a second `Store::open` of the same directory in this process. This registry does.
-static OPEN_ROOTS: Mutex<Vec<std::path::PathBuf>> = Mutex::new(Vec::new());
-
-#[derive(Debug)]
-struct RootGuard(std::path::PathBuf);
-
-impl RootGuard {
-    fn acquire(root: &std::path::Path) -> Result<Self> {
-        let canonical = root.canonicalize().map_err(StoreError::io("resolve", root))?;
-        let mut open = OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
-        if open.contains(&canonical) {
-            return Err(StoreError::Locked(root.to_owned()));
-        }
-        open.push(canonical.clone());
-        Ok(Self(canonical))
-    }
-}
-
-impl Drop for RootGuard {
-    fn drop(&mut self) {
-        OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != self.0);
-    }
-}
 
 /// The message store. Cheap to share behind an `Arc`; all methods take `&self`.
 #[derive(Debug)]
@@ -145,8 +89,7 @@ impl Store {
         };
         let (flushed_watch, _) = tokio::sync::watch::channel(0i64);
         let inner = Arc::new(Inner {
-            commit_log,
-            append_state: Mutex::new(AppendState::default()),
+            writer: Writer { commit_log, state: Mutex::new(AppendState::default()) },
             queues: RwLock::new(HashMap::new()),
             dispatched: AtomicI64::new(0),
             dispatch_progress: tokio::sync::Notify::new(),
@@ -159,12 +102,7 @@ impl Store {
             flush_done: Condvar::new(),
             flushed_watch,
             flush_rounds: std::sync::atomic::AtomicU64::new(0),
-            shutdown: AtomicBool::new(false),
-            dispatcher: OnceLock::new(),
-            dispatcher_sleeping: AtomicBool::new(false),
-            flusher: OnceLock::new(),
-            allocator: OnceLock::new(),
-            allocation_wanted: AtomicBool::new(false),
+            workers: Workers::default(),
             _lock: lock,
             _root_guard: root_guard,
             config,
@@ -192,15 +130,15 @@ impl Store {
         };
         let inner = Arc::clone(&self.inner);
         let handle = spawn("silo-dispatch", Box::new(move || inner.run_dispatcher()))?;
-        let _ = self.inner.dispatcher.set(handle.thread().clone());
+        let _ = self.inner.workers.dispatcher.set(handle.thread().clone());
         threads.push(handle);
         let inner = Arc::clone(&self.inner);
         let handle = spawn("silo-flush", Box::new(move || inner.run_flusher()))?;
-        let _ = self.inner.flusher.set(handle.thread().clone());
+        let _ = self.inner.workers.flusher.set(handle.thread().clone());
         threads.push(handle);
         let inner = Arc::clone(&self.inner);
         let handle = spawn("silo-allocate", Box::new(move || inner.run_allocator()))?;
-        let _ = self.inner.allocator.set(handle.thread().clone());
+        let _ = self.inner.workers.allocator.set(handle.thread().clone());
         threads.push(handle);
         Ok(())
     }
@@ -212,13 +150,13 @@ impl Store {
     /// Appends one message. Acknowledge it only after [`durable`](Self::durable) (or, from a
     /// thread, [`wait_durable`](Self::wait_durable)) for its end offset.
     pub fn append(&self, appender: &mut Appender, msg: &MessageToStore<'_>) -> Result<AppendResult> {
-        append_one(&self.inner, appender, msg)
+        append_one(self.inner.append_context(), appender, msg)
     }
 
     /// Appends messages for one queue with consecutive queue offsets, all in one segment.
     /// Their physical offsets are in [`Appender::batch_records`].
     pub fn append_batch(&self, appender: &mut Appender, msgs: &[MessageToStore<'_>]) -> Result<AppendResult> {
-        append_batch(&self.inner, appender, msgs)
+        append_batch(self.inner.append_context(), appender, msgs)
     }
 
     /// The durability wait: what an acknowledgement of the record ending at `end_offset` waits
@@ -247,7 +185,7 @@ impl Store {
 
     /// Commit-log offset up to which data is known to be on disk.
     pub fn flushed_offset(&self) -> i64 {
-        self.inner.commit_log.flushed_offset()
+        self.inner.writer.commit_log.flushed_offset()
     }
 
     /// How many times the commit log has been flushed since open.
@@ -263,7 +201,7 @@ impl Store {
             if *rx.borrow_and_update() >= end_offset {
                 return Ok(());
             }
-            if self.inner.is_shut_down() && self.inner.commit_log.flushed_offset() < end_offset {
+            if self.inner.is_shut_down() && self.inner.writer.commit_log.flushed_offset() < end_offset {
                 return Err(StoreError::ShutDown);
             }
             rx.changed().await.map_err(|_| StoreError::ShutDown)?;
@@ -333,13 +271,13 @@ impl Store {
     /// The next queue offset the append path will assign (ahead of the consume queue until
     /// dispatch catches up).
     pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {
-        let state = self.inner.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.inner.writer.state.lock().unwrap_or_else(|e| e.into_inner());
         state.queue_offsets.get(topic).and_then(|q| q.get(queue_id as usize)).copied().unwrap_or(0)
     }
 
     /// The next offset of an LMQ.
     pub fn next_lmq_offset(&self, name: &str) -> i64 {
-        let state = self.inner.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        let state = self.inner.writer.state.lock().unwrap_or_else(|e| e.into_inner());
         state.lmq_offsets.get(name).copied().unwrap_or(0)
     }
 
@@ -372,7 +310,7 @@ impl Store {
 
     /// Commit-log offsets: (min, max).
     pub fn commit_log_range(&self) -> (i64, i64) {
-        (self.inner.commit_log.min_offset(), self.inner.commit_log.max_offset())
+        (self.inner.writer.commit_log.min_offset(), self.inner.writer.commit_log.max_offset())
     }
 
     /// Commit-log offset up to which records are visible to reads.
@@ -382,18 +320,18 @@ impl Store {
 
     /// Bytes appended but not yet dispatched.
     pub fn dispatch_behind(&self) -> i64 {
-        self.inner.commit_log.max_offset() - self.dispatched_offset()
+        self.inner.writer.commit_log.max_offset() - self.dispatched_offset()
     }
 
     /// Blocks until every record appended so far is dispatched, or `timeout` passes.
     pub fn wait_dispatched(&self, timeout: Duration) -> bool {
-        let target = self.inner.commit_log.max_offset();
+        let target = self.inner.writer.commit_log.max_offset();
         let deadline = Instant::now() + timeout;
         while self.dispatched_offset() < target {
             if Instant::now() >= deadline {
                 return false;
             }
-            self.inner.wake_dispatcher();
+            self.inner.workers.wake_dispatcher();
             std::thread::sleep(Duration::from_millis(1));
         }
         true
@@ -403,7 +341,7 @@ impl Store {
     /// everything acknowledged before it), or `timeout` passes. Returns at once when dispatch
     /// has caught up; otherwise wakes the dispatcher rather than waiting for its next poll.
     pub async fn caught_up(&self, timeout: Duration) -> bool {
-        let target = self.inner.commit_log.max_offset();
+        let target = self.inner.writer.commit_log.max_offset();
         if self.dispatched_offset() >= target {
             return true;
         }
@@ -442,13 +380,13 @@ impl Store {
 
     /// Flushes everything, writes the checkpoint, stops the threads and removes `abort`.
     pub fn shutdown(&self) -> Result<()> {
-        if self.inner.shutdown.swap(true, Ordering::AcqRel) {
+        if self.inner.workers.shutdown.swap(true, Ordering::AcqRel) {
             return Ok(());
         }
         // Let the dispatcher finish what is appended (bounded: it only has published records).
         self.inner.force_wake_dispatcher();
         self.inner.wake_flusher();
-        if let Some(t) = self.inner.allocator.get() {
+        if let Some(t) = self.inner.workers.allocator.get() {
             t.unpark();
         }
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
@@ -470,79 +408,5 @@ impl Drop for Store {
         if let Err(e) = self.shutdown() {
             tracing::error!(error = %e, "store shutdown failed");
         }
-    }
-}
-
-impl Inner {
-    pub(crate) fn is_shut_down(&self) -> bool {
-        self.shutdown.load(Ordering::Acquire)
-    }
-
-    /// Called after every append: a syscall only when the dispatcher sleeps for long. Under
-    /// load it polls every millisecond (as Java's reput service does), so appends never wake
-    /// it one by one.
-    pub(crate) fn wake_dispatcher(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
-        if self.dispatcher_sleeping.load(Ordering::SeqCst)
-            && let Some(t) = self.dispatcher.get()
-        {
-            t.unpark();
-        }
-    }
-
-    pub(crate) fn force_wake_dispatcher(&self) {
-        if let Some(t) = self.dispatcher.get() {
-            t.unpark();
-        }
-    }
-
-    /// Wakes the flusher, whether it waits on a sync request or sleeps between async rounds.
-    pub(crate) fn wake_flusher(&self) {
-        self.flush_requested.notify_all();
-        if let Some(t) = self.flusher.get() {
-            t.unpark();
-        }
-    }
-
-    pub(crate) fn request_allocation(&self) {
-        self.allocation_wanted.store(true, Ordering::Release);
-        if let Some(t) = self.allocator.get() {
-            t.unpark();
-        }
-    }
-
-    pub(crate) fn existing_queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
-        queues.get(topic)?.get(usize::try_from(queue_id).ok()?)?.clone()
-    }
-
-    /// The consume queue, created (in memory) if missing. `None` for an invalid name.
-    pub(crate) fn queue(&self, topic: &str, queue_id: i32) -> Option<Arc<ConsumeQueue>> {
-        if let Some(q) = self.existing_queue(topic, queue_id) {
-            return Some(q);
-        }
-        if !is_valid_topic(topic) {
-            return None;
-        }
-        let index = usize::try_from(queue_id).ok()?;
-        let mut queues = self.queues.write().unwrap_or_else(|e| e.into_inner());
-        let slots = queues.entry(topic.into()).or_default();
-        if slots.len() <= index {
-            slots.resize(index + 1, None);
-        }
-        let slot = slots.get_mut(index)?;
-        Some(Arc::clone(slot.get_or_insert_with(|| {
-            Arc::new(ConsumeQueue::new(
-                &self.config.consume_queue_dir(),
-                topic,
-                queue_id,
-                self.config.consume_queue_units_per_file * crate::consume_queue::UNIT_SIZE,
-            ))
-        })))
-    }
-
-    fn all_queues(&self) -> Vec<Arc<ConsumeQueue>> {
-        let queues = self.queues.read().unwrap_or_else(|e| e.into_inner());
-        queues.values().flat_map(|qs| qs.iter().flatten().cloned()).collect()
     }
 }

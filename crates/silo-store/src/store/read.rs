@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use silo_wire::record::{Decoded, decode_record};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::error::{Result, StoreError};
 use crate::mapped::MappedFile;
 
@@ -92,7 +92,7 @@ impl TagFilter<'_> {
 
 impl Inner {
     pub(crate) fn read_at(&self, offset: i64) -> Result<MessageRef> {
-        let segment = self.commit_log.segment_for(offset).ok_or(StoreError::NoRecordAt(offset))?;
+        let segment = self.writer.commit_log.segment_for(offset).ok_or(StoreError::NoRecordAt(offset))?;
         let pos = (offset as u64 - segment.start()) as usize;
         let bytes = segment.readable_from(pos).ok_or(StoreError::NoRecordAt(offset))?;
         match decode_record(bytes, 0) {
@@ -108,7 +108,7 @@ impl Inner {
     }
 
     pub(super) fn record_ref(&self, offset: i64, size: i32) -> Option<MessageRef> {
-        let segment = self.commit_log.segment_for(offset)?;
+        let segment = self.writer.commit_log.segment_for(offset)?;
         let pos = (offset as u64 - segment.start()) as usize;
         let len = usize::try_from(size).ok()?;
         // A unit that does not point at a record of its size (a damaged unit) reads as missing.
@@ -124,7 +124,7 @@ impl Inner {
     }
 
     pub(crate) fn store_timestamp_at(&self, offset: i64) -> Option<i64> {
-        let segment = self.commit_log.segment_for(offset)?;
+        let segment = self.writer.commit_log.segment_for(offset)?;
         let pos = (offset as u64 - segment.start()) as usize;
         let head = segment.readable(pos, 40)?;
         let sys = i32::from_be_bytes(head.get(36..40)?.try_into().ok()?);

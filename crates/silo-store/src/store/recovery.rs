@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use silo_wire::record::{Decoded, decode_record};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::checkpoint::Checkpoint;
 use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
@@ -67,7 +67,7 @@ impl Inner {
     /// restore every queue's next offset.
     pub(super) fn recover(&self, abnormal: bool, checkpoint: Checkpoint) -> Result<RecoveryReport> {
         let damaged = self.load_queues()?;
-        let segments = self.commit_log.segments();
+        let segments = self.writer.commit_log.segments();
         let mut report = RecoveryReport { abnormal, rebuilt_queues: damaged.len(), ..Default::default() };
         if segments.is_empty() {
             // No log: no queue may name a record.
@@ -78,7 +78,7 @@ impl Inner {
                 q.truncate_beyond(0)?;
             }
             let start = 0;
-            self.commit_log.truncate_to(start)?;
+            self.writer.commit_log.truncate_to(start)?;
             self.dispatched.store(start, Ordering::Release);
             self.restore_offsets();
             return Ok(report);
@@ -142,7 +142,7 @@ impl Inner {
             })
             .sum();
         let _ = last;
-        self.commit_log.truncate_to(end)?;
+        self.writer.commit_log.truncate_to(end)?;
 
         // Damaged queues are rebuilt from the whole log; the others must not point past it.
         for q in &damaged {
@@ -168,14 +168,14 @@ impl Inner {
         self.dispatched.store(redispatch_from, Ordering::Release);
         report.redispatched_records += self.dispatch_available(end);
         // Queues must not start before the oldest record still in the log.
-        let log_min = self.commit_log.min_offset();
+        let log_min = self.writer.commit_log.min_offset();
         for q in self.all_queues() {
             q.correct_min_offset(log_min)?;
         }
         self.restore_offsets();
         // Store timestamps never go backwards across a restart either: recovery after a
         // crash relies on them to find where to start.
-        let mut state = self.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.writer.state.lock().unwrap_or_else(|e| e.into_inner());
         state.last_store_timestamp = last_store_timestamp;
         drop(state);
         Ok(report)
@@ -190,7 +190,7 @@ impl Inner {
 
     /// Rebuilds the next queue and LMQ offsets from the consume queues.
     pub(super) fn restore_offsets(&self) {
-        let mut state = self.append_state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut state = self.writer.state.lock().unwrap_or_else(|e| e.into_inner());
         state.queue_offsets.clear();
         state.lmq_offsets.clear();
         for q in self.all_queues() {
@@ -207,6 +207,6 @@ impl Inner {
                 }
             }
         }
-        state.current = self.commit_log.last_segment();
+        state.current = self.writer.commit_log.last_segment();
     }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use super::Inner;
+use super::inner::Inner;
 use crate::error::Result;
 
 impl Inner {
@@ -13,19 +13,19 @@ impl Inner {
     /// faulted in. Polls often while appends flow, rarely when idle.
     pub(super) fn run_allocator(self: &Arc<Self>) {
         let mut idle = Duration::from_millis(5);
-        let mut last_end = self.commit_log.max_offset();
+        let mut last_end = self.writer.commit_log.max_offset();
         loop {
             if self.is_shut_down() {
                 return;
             }
-            if self.allocation_wanted.swap(false, Ordering::AcqRel)
-                && let Err(e) = self.commit_log.prepare_next()
+            if self.workers.allocation_wanted.swap(false, Ordering::AcqRel)
+                && let Err(e) = self.writer.commit_log.prepare_next()
             {
                 tracing::warn!(error = %e, "could not prepare the next commit-log segment");
             }
-            self.commit_log.prefault();
+            self.writer.commit_log.prefault();
             // Poll often while the log grows, back off while it does not.
-            let end = self.commit_log.max_offset();
+            let end = self.writer.commit_log.max_offset();
             idle = if end != last_end { Duration::from_millis(2) } else { (idle * 2).min(Duration::from_millis(200)) };
             last_end = end;
             std::thread::park_timeout(idle);
@@ -35,7 +35,7 @@ impl Inner {
     pub(super) fn delete_expired_files(&self, now: SystemTime) -> Result<usize> {
         let reserved = self.config.file_reserved_time;
         let mut deleted = 0usize;
-        let min = self.commit_log.delete_oldest_while(|seg| {
+        let min = self.writer.commit_log.delete_oldest_while(|seg| {
             let expired = seg.modified().is_some_and(|m| m + reserved <= now);
             if expired {
                 deleted += 1;
