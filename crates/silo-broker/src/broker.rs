@@ -5,16 +5,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use silo_store::{Appender, Store};
-use silo_wire::Frame;
-use silo_wire::codes::{request as rq, response as rs};
+use silo_wire::codes::request as rq;
 
 use crate::clients::{Changed, ClientRegistry};
-use crate::cmd::table::{self, Handler, Request};
 use crate::config::BrokerConfig;
-use crate::connection::{Channel, Outgoing};
 use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
 use crate::offsets::OffsetManager;
-use crate::response;
 use crate::topics::TopicManager;
 
 /// Per-connection state the handlers reuse (so that the send path allocates nothing per
@@ -115,36 +111,5 @@ impl Broker {
                 ch.send_oneway_request(rq::NOTIFY_CONSUMER_IDS_CHANGED, ext);
             }
         }
-    }
-
-    /// Handles one request. `None` when nothing is to be sent now (one-way requests, parked
-    /// pulls that answer later).
-    pub fn handle(self: &Arc<Self>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
-        let h = &frame.header;
-        let (opaque, code, oneway) = (h.opaque, h.code, h.is_oneway());
-        let Some(Request { handler: Handler::Broker(handler), reads_dispatched, .. }) = table::find(code) else {
-            return (!oneway).then(|| response::not_supported(opaque, code));
-        };
-        if *reads_dispatched && self.store.dispatch_behind() > 0 {
-            // The answer must include every message acknowledged before this request: wait
-            // (bounded) for dispatch to catch up with the log as it is now, then answer.
-            let broker = Arc::clone(self);
-            let channel = channel.clone();
-            let handler = *handler;
-            tokio::spawn(async move {
-                broker.store.caught_up(crate::core::pull::CATCH_UP).await;
-                if let Some(out) = handler(&broker, &mut ConnState::default(), &channel, frame)
-                    && !oneway
-                {
-                    channel.send(out);
-                }
-            });
-            return None;
-        }
-        let out = handler(self, conn, channel, frame)?;
-        if out.header.code != rs::SUCCESS {
-            tracing::debug!(request = code, response = out.header.code, remark = ?out.header.remark, "request refused");
-        }
-        (!oneway).then_some(out)
     }
 }

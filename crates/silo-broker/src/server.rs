@@ -70,8 +70,8 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
                     }
                     let code = frame.header.code;
                     let out = match &role {
-                        Role::Broker(b) => b.handle(&mut conn, &channel, frame),
-                        Role::NameServer(t) => cmd::namesrv::handle(t, &frame),
+                        Role::Broker(b) => cmd::dispatch::broker_request(b, &mut conn, &channel, frame),
+                        Role::NameServer(t) => cmd::dispatch::namesrv_request(t, &frame),
                     };
                     if let Some(out) = out {
                         if let Some(problem) = out.header.remark.as_deref().filter(|r| r.starts_with("bad request")) {

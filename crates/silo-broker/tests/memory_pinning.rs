@@ -67,7 +67,7 @@ async fn handled_without_pinning(broker: &std::sync::Arc<Broker>, bytes: &[u8], 
     assert!(buf.is_empty());
     // The probe works: while the frame lives, its body and header texts hold the allocation.
     assert!(!buf.try_reclaim(BUFFER), "{what}: the decoded frame should share the read buffer");
-    let answer = broker.handle(&mut conn, &channel, frame);
+    let answer = silo_broker::cmd::dispatch::broker_request(broker, &mut conn, &channel, frame);
     let answered = answer.is_some();
     drop(answer);
     // Answers queued for the writer must not hold the buffer either.

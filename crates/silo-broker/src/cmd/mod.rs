@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod dispatch;
 pub mod namesrv;
 pub mod offset;
 pub mod pull;

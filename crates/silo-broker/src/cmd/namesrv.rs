@@ -14,15 +14,6 @@ use crate::namesrv::{BROKER_EXPIRY, Registration, RouteTable};
 use crate::response;
 use crate::try_reply;
 
-/// Handles one name-server request; `None` for one-way requests.
-pub fn handle(table: &RouteTable, frame: &Frame) -> Option<Outgoing> {
-    let out = match super::table::find(frame.header.code).map(|r| r.handler) {
-        Some(super::table::Handler::NameServer(handler)) => handler(table, frame),
-        _ => response::not_supported(frame.header.opaque, frame.header.code),
-    };
-    (!frame.header.is_oneway()).then_some(out)
-}
-
 pub(super) fn unregister(table: &RouteTable, frame: &Frame) -> Outgoing {
     let h: UnregisterBrokerRequestHeader = try_reply!(super::header(frame));
     table.unregister(&h.broker_addr);

@@ -1,0 +1,53 @@
+//! Dispatch: a request frame to its handler, through the one request table ([`super::table`]).
+//! The only place that looks codes up; the handlers know nothing of it.
+
+use std::sync::Arc;
+
+use silo_wire::Frame;
+use silo_wire::codes::response as rs;
+
+use super::table::{self, Handler, Request};
+use crate::broker::{Broker, ConnState};
+use crate::connection::{Channel, Outgoing};
+use crate::namesrv::RouteTable;
+use crate::response;
+
+/// Handles one request. `None` when nothing is to be sent now (one-way requests, parked
+/// pulls that answer later).
+pub fn broker_request(broker: &Arc<Broker>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
+    let h = &frame.header;
+    let (opaque, code, oneway) = (h.opaque, h.code, h.is_oneway());
+    let Some(Request { handler: Handler::Broker(handler), reads_dispatched, .. }) = table::find(code) else {
+        return (!oneway).then(|| response::not_supported(opaque, code));
+    };
+    if *reads_dispatched && broker.store.dispatch_behind() > 0 {
+        // The answer must include every message acknowledged before this request: wait
+        // (bounded) for dispatch to catch up with the log as it is now, then answer.
+        let broker = Arc::clone(broker);
+        let channel = channel.clone();
+        let handler = *handler;
+        tokio::spawn(async move {
+            broker.store.caught_up(crate::core::pull::CATCH_UP).await;
+            if let Some(out) = handler(&broker, &mut ConnState::default(), &channel, frame)
+                && !oneway
+            {
+                channel.send(out);
+            }
+        });
+        return None;
+    }
+    let out = handler(broker, conn, channel, frame)?;
+    if out.header.code != rs::SUCCESS {
+        tracing::debug!(request = code, response = out.header.code, remark = ?out.header.remark, "request refused");
+    }
+    (!oneway).then_some(out)
+}
+
+/// Handles one name-server request; `None` for one-way requests.
+pub fn namesrv_request(routes: &RouteTable, frame: &Frame) -> Option<Outgoing> {
+    let out = match table::find(frame.header.code).map(|r| r.handler) {
+        Some(Handler::NameServer(handler)) => handler(routes, frame),
+        _ => response::not_supported(frame.header.opaque, frame.header.code),
+    };
+    (!frame.header.is_oneway()).then_some(out)
+}
