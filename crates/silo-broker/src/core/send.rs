@@ -326,7 +326,20 @@ impl Broker {
                     None
                 };
                 let mut props = std::mem::take(&mut conn.props);
-                stored_properties(&mut props, payload.properties, &self.config.broker_cluster_name, add_uniq);
+                if let Destination::DeadLetter { .. } = plan.destination {
+                    // As the Java broker does: a dead-lettered message is not delayed, and is
+                    // stored with DELAY=-1 whatever delay its retry asked for.
+                    let mut kept = String::with_capacity(payload.properties.len() + 8);
+                    for (k, v) in PropertiesView::from_valid(payload.properties).iter() {
+                        if k != keys::DELAY {
+                            let _ = write!(kept, "{k}\u{1}{v}\u{2}");
+                        }
+                    }
+                    let _ = write!(kept, "{}\u{1}-1\u{2}", keys::DELAY);
+                    stored_properties(&mut props, &kept, &self.config.broker_cluster_name, add_uniq);
+                } else {
+                    stored_properties(&mut props, payload.properties, &self.config.broker_cluster_name, add_uniq);
+                }
                 let (store_topic, store_queue) = match plan.destination {
                     Destination::Delayed { level } => {
                         let _ = write!(
