@@ -7,10 +7,10 @@
 #        [--codes-file FILE] [--strict true] [--client 5|4]
 #
 # Scenarios: produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull
-# restart-check admin (see README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario
-# except admin). Topic and group names get a fresh suffix per run unless --suffix is given
-# (restart-check: both phases take the same --state FILE; the consume phase reads the topic and
-# group from it).
+# dlq-lite-pull restart-check admin (see README.md). --client 4 uses rocketmq-client 4.9.8 instead
+# (every scenario except admin). Topic and group names get a fresh suffix per run unless --suffix is
+# given (restart-check: both phases take the same --state FILE; the consume phase reads the topic
+# and group from it).
 #
 # stdout: `PASS <scenario> <details>` (exit 0), or `FAIL <scenario>: ...` and the first 20
 # differences, expected vs actual (exit 1). Exit 2: usage error. stderr: Maven, client warnings, and

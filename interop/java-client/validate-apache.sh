@@ -72,7 +72,7 @@ pick_ports
 bash "$here/rocketmq-server.sh" start "$dir" --namesrv-port "$namesrv_port" --broker-port "$broker_port" >&2
 namesrv="127.0.0.1:$namesrv_port"
 
-scenarios="produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull restart-check"
+scenarios="produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull dlq-lite-pull restart-check"
 if [ "$client" = 5 ] || [ "$client" = 5.3.3 ]; then
     scenarios="$scenarios admin"
 fi

@@ -1,7 +1,7 @@
 //! Stock Apache RocketMQ 5.3.3 Java clients against `silo serve`: producers (sync, async,
 //! oneway, batch), push consumers (clustering with two consumers sharing the queues, tag
 //! filters, retries through the retry topic, orderly, broadcasting), the lite pull consumer, the
-//! admin tool, and a broker restart in the middle that must lose nothing acknowledged; the 4.9.8
+//! dead-letter queue read back with the lite pull consumer, the admin tool, and a broker restart in the middle that must lose nothing acknowledged; the 4.9.8
 //! Java client; the Go client; the C++ client; and the Rust client. The scenarios live in
 //! `interop/java-client` and assert counts, bodies, properties, keys, tags and per-queue order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -113,6 +113,7 @@ fn java_producers_and_consumers_work_unchanged() {
             "broadcast",
             "lite-pull",
             "retry",
+            "dlq-lite-pull",
         ] {
             scenario(silo, name, &[]);
         }

@@ -13,6 +13,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.rocketmq.common.message.MessageDecoder;
 import org.apache.rocketmq.common.message.MessageExt;
@@ -39,6 +40,7 @@ final class CodeRecorder implements RPCHook {
     private final Map<String, AtomicLong> counts = new ConcurrentHashMap<>();
     private final Set<String> requestShapes = ConcurrentHashMap.newKeySet();
     private final List<Consumer<MessageExt>> pulledListeners = new CopyOnWriteArrayList<>();
+    private final List<BiConsumer<RemotingCommand, RemotingCommand>> pullResponseListeners = new CopyOnWriteArrayList<>();
     /** Pulls sent and not answered yet (held by the broker, or given up): "group topic queueId offset" -> count. */
     private final Map<String, AtomicInteger> pullsUnanswered = new ConcurrentHashMap<>();
 
@@ -76,6 +78,11 @@ final class CodeRecorder implements RPCHook {
             pullsUnanswered.computeIfAbsent(pull, k -> new AtomicInteger()).decrementAndGet();
         }
         int code = request.getCode();
+        if (pull != null) {
+            for (BiConsumer<RemotingCommand, RemotingCommand> l : pullResponseListeners) {
+                l.accept(request, response);
+            }
+        }
         if ((code == PULL_MESSAGE || code == LITE_PULL_MESSAGE) && response.getCode() == 0
             && response.getBody() != null && !pulledListeners.isEmpty()) {
             List<MessageExt> msgs = MessageDecoder.decodes(ByteBuffer.wrap(response.getBody()), true);
@@ -90,6 +97,14 @@ final class CodeRecorder implements RPCHook {
     /** Calls the listener for every message in every successful pull response from now on. */
     void onPulled(Consumer<MessageExt> listener) {
         pulledListeners.add(listener);
+    }
+
+    /**
+     * Calls the listener with every pull request (PULL_MESSAGE or LITE_PULL_MESSAGE) and its response,
+     * whatever the response code, from now on. The response body is the broker's, undecoded.
+     */
+    void onPullResponse(BiConsumer<RemotingCommand, RemotingCommand> listener) {
+        pullResponseListeners.add(listener);
     }
 
     /**

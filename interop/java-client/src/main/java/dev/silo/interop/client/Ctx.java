@@ -29,6 +29,8 @@ final class Ctx {
     final String topicOption;
     final String groupOption;
     final int count;
+    /** Whether --count was given (scenarios with their own default use {@link #count(int)}). */
+    final boolean countGiven;
     final long timeoutMillis;
     final long settleMillis;
     final String phase;
@@ -52,12 +54,18 @@ final class Ctx {
         this.topicOption = opts.get("topic");
         this.groupOption = opts.get("group");
         this.count = Integer.parseInt(opts.getOrDefault("count", "200"));
+        this.countGiven = opts.containsKey("count");
         this.timeoutMillis = Long.parseLong(opts.getOrDefault("timeout", "60")) * 1000;
         this.settleMillis = Long.parseLong(opts.getOrDefault("settle-ms", "500"));
         this.phase = opts.get("phase");
         this.strict = Boolean.parseBoolean(opts.getOrDefault("strict", "false"));
         this.state = opts.containsKey("state") ? Path.of(opts.get("state")) : null;
         this.hook = new CodeRecorder(namesrv);
+    }
+
+    /** --count if given, else DEFAULT_COUNT (for scenarios whose natural size is not 200). */
+    int count(int defaultCount) {
+        return countGiven ? count : defaultCount;
     }
 
     /** A resource name unique to this run: silo_SCENARIO_KIND_SUFFIX (topic/group charset). */

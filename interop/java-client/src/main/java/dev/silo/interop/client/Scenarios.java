@@ -40,6 +40,7 @@ public final class Scenarios {
         SCENARIOS.put("orderly", "Orderly");
         SCENARIOS.put("broadcast", "Broadcast");
         SCENARIOS.put("lite-pull", "LitePull");
+        SCENARIOS.put("dlq-lite-pull", "DlqLitePull");
         SCENARIOS.put("restart-check", "RestartCheck");
         SCENARIOS.put("admin", "Admin");
     }
