@@ -241,6 +241,14 @@ async fn a_topic_is_auto_created_routed_sent_to_and_pulled_from() {
     };
     let r = br.call(rq::QUERY_CONSUMER_OFFSET, &q, &[], SerializeType::Json).await;
     assert_eq!(OffsetResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap().offset, 7);
+    // A group without an offset: a young queue is read from 0; an empty one has no offset
+    // (QUERY_NOT_FOUND), as the Java broker answers.
+    let fresh = QueryConsumerOffsetRequestHeader { consumer_group: "cg-new".into(), ..q.clone() };
+    let r = br.call(rq::QUERY_CONSUMER_OFFSET, &fresh, &[], SerializeType::Json).await;
+    assert_eq!(OffsetResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap().offset, 0);
+    let empty = QueryConsumerOffsetRequestHeader { topic: "%RETRY%cg-new".into(), queue_id: 0, ..fresh.clone() };
+    let r = br.call(rq::QUERY_CONSUMER_OFFSET, &empty, &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::QUERY_NOT_FOUND, "{:?}", r.header.remark);
     let m = GetMaxOffsetRequestHeader { topic: "Orders".into(), queue_id: 1, committed: None, broker_name: None };
     let r = br.call(rq::GET_MAX_OFFSET, &m, &[], SerializeType::Json).await;
     assert_eq!(OffsetResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap().offset, 11);

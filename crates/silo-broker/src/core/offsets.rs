@@ -5,9 +5,10 @@ use super::BrokerError;
 use crate::broker::Broker;
 
 impl Broker {
-    /// The offset `group` committed for the queue. Without one, a young queue that still
-    /// starts at 0 is read from 0 when `zero_if_none` (Java's behaviour, which is why
-    /// CONSUME_FROM_LAST_OFFSET starts at 0 on a new topic).
+    /// The offset `group` committed for the queue. Without one, a young queue whose first
+    /// message (offset 0) is still stored is read from 0 when `zero_if_none` (Java's behaviour,
+    /// which is why CONSUME_FROM_LAST_OFFSET starts at 0 on a new topic); an empty queue has
+    /// no offset, as in Java.
     pub fn committed_offset(
         &self,
         group: &str,
@@ -18,7 +19,10 @@ impl Broker {
         if let Some(offset) = self.offsets.query(group, topic, queue_id) {
             return Ok(offset);
         }
-        if zero_if_none && self.store.min_offset_in_queue(topic, queue_id) <= 0 {
+        if zero_if_none
+            && self.store.min_offset_in_queue(topic, queue_id) <= 0
+            && self.store.max_offset_in_queue(topic, queue_id) > 0
+        {
             return Ok(0);
         }
         Err(BrokerError::NoCommittedOffset)
