@@ -4,6 +4,11 @@ Each generator's run() drives one workload against a started broker and returns 
 `silo bench` report shape (workload, params, msgs, errors, elapsed_secs, msgs_per_sec, mb_per_sec,
 latency_us) plus "window": the (start, end) monotonic times the figures cover, so the harness
 can attribute broker CPU time to exactly that interval, and "notes".
+
+A run with an offered rate (bench/compare --rates) is open loop: sends fall due at fixed intervals
+and are timed from then. Only `silo bench` has that (`--rate`); Apache's benchmark Producer and
+BatchProducer have no rate option (their threads send as fast as the broker answers), so rated
+rows use `silo bench` against every broker.
 """
 
 import json
@@ -37,6 +42,7 @@ def offsets_sum(broker, topic, queues):
 
 class Generator:
     name = None
+    supports_rate = False  # can run a workload at a fixed offered rate
 
     def __init__(self, ctx):
         self.ctx = ctx
@@ -51,6 +57,7 @@ class SiloBench(Generator):
     """`silo bench produce|consume|e2e`, which measures and reports by itself."""
 
     name = SILO
+    supports_rate = True
 
     def _run(self, argv, out_dir, tag, timeout):
         report = out_dir / f"silo-bench-{tag}.json"
@@ -71,17 +78,22 @@ class SiloBench(Generator):
         rep["generator_report"] = str(report)
         return rep
 
-    def run(self, wl, broker, topic, out_dir):
+    def run(self, wl, broker, topic, out_dir, rate=None):
         c = self.ctx
         common = ["--namesrv", broker.namesrv, "--topic", topic]
+        # Open loop at a fixed offered rate; for e2e also the producers and sends in flight that
+        # bound it (closed-loop e2e keeps silo bench's defaults, as before).
+        rated = [] if rate is None else ["--rate", str(rate)]
         if wl.kind == "produce":
             argv = ["produce"] + common + [
                 "--size", str(wl.size), "--duration", str(c.duration), "--producers", str(wl.producers),
                 "--mode", wl.mode, "--inflight", str(c.inflight), "--batch", str(wl.batch),
-                "--queues", str(c.queues)]
+                "--queues", str(c.queues)] + rated
             rep = self._run(argv, out_dir, "produce", c.duration + 300)
         elif wl.kind == "e2e":
             argv = ["e2e"] + common + ["--size", str(wl.size), "--duration", str(c.duration)]
+            if rate is not None:
+                argv += ["--producers", str(wl.producers), "--inflight", str(c.inflight)] + rated
             rep = self._run(argv, out_dir, "e2e", c.duration + 300)
         elif wl.kind == "consume":
             fill = ["produce"] + common + [
@@ -183,7 +195,9 @@ class JavaTools(Generator):
             return PRODUCER, args + ["-w", str(wl.producers * self.ctx.inflight)]
         return PRODUCER, args + ["-w", str(wl.producers)]
 
-    def run(self, wl, broker, topic, out_dir):
+    def run(self, wl, broker, topic, out_dir, rate=None):
+        if rate is not None:
+            raise ValueError("Apache's benchmark tools have no offered-rate option")
         if wl.kind == "produce":
             return self.run_produce(wl, broker, topic, out_dir)
         return self.run_consume(wl, broker, topic, out_dir)

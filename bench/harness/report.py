@@ -1,4 +1,5 @@
-"""The markdown summary: one table per workload, each broker's figures and Silo's ratios to the others."""
+"""The markdown summary: one table per workload, each broker's figures and Silo's ratios to the others;
+rows at fixed offered rates (--rates) get a table of their own per workload, one row per broker and rate."""
 
 from . import brokers
 
@@ -53,7 +54,10 @@ RULE = "|" + "---|" * 15
 def markdown(results, workload_names, what):
     out = []
     for wl in workload_names:
-        rows = [r for r in results if r["workload"] == wl]
+        rated = [r for r in results if r["workload"] == wl and r.get("offered_rate") is not None]
+        rows = [r for r in results if r["workload"] == wl and r.get("offered_rate") is None]
+        if rated:
+            out.extend(_rated_table(wl, rated, what))
         if not rows:
             continue
         out.append(f"### {wl}\n")
@@ -89,3 +93,72 @@ def markdown(results, workload_names, what):
                            f"| {_ratio(silo['cpu_msg'], o['cpu_msg'])} | | |")
         out.append("")
     return "\n".join(out)
+
+
+def _rated_figures(r):
+    rate = r.get("rate") or {}
+    res = r.get("resources") or {}
+    e2e = r.get("produce_latency_us") is not None
+    send = (r.get("produce_latency_us") if e2e else r.get("latency_us")) or {}
+    end = (r.get("latency_us") if e2e else None) or {}
+    lag = rate.get("schedule_lag_us") or {}
+    return {
+        "achieved": rate.get("achieved_msgs_per_sec"),
+        "send_p50": send.get("p50"), "send_p99": send.get("p99"), "send_p999": send.get("p999"),
+        "send_max": send.get("max"),
+        "e2e_p50": end.get("p50"), "e2e_p99": end.get("p99"), "e2e_p999": end.get("p999"), "e2e_max": end.get("max"),
+        "lag_p99": lag.get("p99"),
+        "anon": (res.get("peak_rss_anon_bytes_sampled") or {}).get("total"),
+        "cpu": (res.get("cpu_secs") or {}).get("total"),
+        "cpu_msg": res.get("cpu_us_per_msg"),
+    }
+
+
+def _rated_table(wl, rows, what):
+    """Rows at fixed offered rates: offered and achieved rate, whether it was sustained, and the
+    latencies counted from each send's intended time."""
+    e2e = any(r.get("produce_latency_us") is not None for r in rows)
+    lat = ["send p50 ms", "send p99 ms", "send p99.9 ms", "send max ms"]
+    keys = ["send_p50", "send_p99", "send_p999", "send_max"]
+    if e2e:
+        lat += ["e2e p50 ms", "e2e p99 ms", "e2e p99.9 ms", "e2e max ms"]
+        keys += ["e2e_p50", "e2e_p99", "e2e_p999", "e2e_max"]
+    cols = (["Broker", "Generator", "offered msgs/s", "achieved msgs/s", "sustained"] + lat
+            + ["lag p99 ms", "peak anon MiB", "CPU s", "CPU µs/msg", "errors", "load"])
+    out = [f"### {wl} at fixed offered rates\n"]
+    if what.get(wl):
+        out.append(f"{what[wl]}; open loop: sends fall due at the offered rate and latencies count from each "
+                   "send's intended time; sustained = achieved >= 99% of offered, schedule lag p99 <= 10 ms, "
+                   "no send left unsent.\n")
+    out.append("| " + " | ".join(cols) + " |")
+    out.append("|" + "---|" * len(cols))
+    order = {b: i for i, b in enumerate(brokers.ALL)}
+    rows = sorted(rows, key=lambda r: (r["offered_rate"], order.get(r["broker"], 99)))
+    for rate in sorted({r["offered_rate"] for r in rows}):
+        at = [r for r in rows if r["offered_rate"] == rate]
+        for r in at:
+            label = brokers.LABELS.get(r["broker"], r["broker"])
+            if r.get("status") != "ok":
+                out.append(f"| {label} | {r['generator']} | {_num(rate)} | {r.get('status')}: {r.get('error', '')} |"
+                           + " |" * (len(cols) - 4))
+                continue
+            f = _rated_figures(r)
+            sustained = (r.get("rate") or {}).get("sustained")
+            load = _num((r.get("loadavg_at_start") or [None])[0], 1)
+            out.append(f"| {label} | {r['generator']} | {_num(rate)} | {_num(f['achieved'])} "
+                       f"| {'yes' if sustained else 'no' if sustained is not None else '–'} | "
+                       + " | ".join(_ms(f[k]) for k in keys)
+                       + f" | {_ms(f['lag_p99'])} | {_mib(f['anon'])} | {_num(f['cpu'], 1)} | {_num(f['cpu_msg'], 1)} "
+                       f"| {_num(r.get('errors'))} | {load} |")
+        ok = {r["broker"]: _rated_figures(r) for r in at if r.get("status") == "ok"}
+        silo = ok.get(brokers.SILO)
+        for other in (brokers.APACHE, brokers.RUST):
+            o = ok.get(other)
+            if not silo or not o:
+                continue
+            out.append(f"| Silo / {brokers.LABELS[other]} | | {_num(rate)} | {_ratio(silo['achieved'], o['achieved'])} | | "
+                       + " | ".join(_ratio(silo[k], o[k]) for k in keys)
+                       + f" | {_ratio(silo['lag_p99'], o['lag_p99'])} | {_ratio(silo['anon'], o['anon'])} "
+                       f"| {_ratio(silo['cpu'], o['cpu'])} | {_ratio(silo['cpu_msg'], o['cpu_msg'])} | | |")
+    out.append("")
+    return out

@@ -37,3 +37,6 @@ WORKLOADS = [
 
 BY_NAME = {w.name: w for w in WORKLOADS}
 DEFAULT = [w.name for w in WORKLOADS if w.default]
+# With --rates and no --workloads: the workloads whose senders have room for many sends in flight,
+# so that the offered rate, not the number of senders, is what limits them.
+RATE_DEFAULT = ["pipelined-1k-4p", "e2e-1k"]
