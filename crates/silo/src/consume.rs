@@ -1,5 +1,6 @@
 //! `silo consume`: read a topic's messages, every queue at once, from the first or last offset,
-//! a point in time, or where the consumer group left off; follow new ones with `--follow`.
+//! a point in time, or where the consumer group left off, up to the end of each queue as of the
+//! start; follow new ones with `--follow`.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -96,8 +97,14 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     }
     let sub = Subscription::parse(&args.tags);
     let mut next: BTreeMap<MessageQueue, i64> = BTreeMap::new();
+    // Without --follow, each queue is read up to its end as of now: the broker answers the
+    // end only once it covers every message acknowledged before the question.
+    let mut end: BTreeMap<MessageQueue, i64> = BTreeMap::new();
     for q in queues {
         let o = start_offset(&consumer, &q, &args.from).await?;
+        if !args.follow {
+            end.insert(q.clone(), consumer.max_offset(&q).await?);
+        }
         next.insert(q, o);
     }
     let mut committed: BTreeMap<MessageQueue, i64> = BTreeMap::new();
@@ -109,6 +116,9 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     'outer: loop {
         let mut idle = true;
         for (mq, offset) in &mut next {
+            if end.get(mq).is_some_and(|e| *offset >= *e) {
+                continue;
+            }
             let hold = args.follow.then(|| Duration::from_millis(500));
             let pull = consumer.pull(mq, *offset, 32, &sub, hold);
             let r = tokio::select! {
@@ -119,7 +129,7 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                 idle = false;
             }
             for m in &r.messages {
-                if printed >= limit {
+                if printed >= limit || end.get(mq).is_some_and(|e| m.queue_offset() >= *e) {
                     break;
                 }
                 print(&mut out, mq, m, args.json)?;
@@ -130,12 +140,16 @@ async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                 break 'outer;
             }
             *offset = r.next_begin_offset.max(*offset);
+            if let Some(e) = end.get(mq) {
+                *offset = (*offset).min(*e);
+            }
         }
         out.flush()?;
         if !args.no_commit {
             commit(&consumer, &next, &mut committed).await?;
         }
-        if idle && !args.follow {
+        let all_read = !end.is_empty() && next.iter().all(|(mq, o)| end.get(mq).is_some_and(|e| o >= e));
+        if !args.follow && (idle || all_read) {
             break;
         }
     }

@@ -196,6 +196,48 @@ fn a_consumer_sees_every_message_acknowledged_before_it_started() {
 /// After a restart, the embedded name server must not answer "no route" for a topic the broker
 /// has: it accepts connections only once the broker has registered. An unclean stop makes the
 /// broker recover its log first, which widens the window this test looks into.
+/// Without `--follow`, `consume` reads each queue to its end as of its start and stops, even
+/// while a producer keeps sending: it used to go on for as long as new messages kept coming.
+#[test]
+fn consume_stops_at_the_end_as_of_its_start_while_sends_go_on() {
+    let s = start();
+    silo(&s, &["produce", "-t", "Busy"], "first\n");
+    let mut producer = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["bench", "produce", "-t", "Busy", "--rate", "2000", "--duration", "60", "--size", "64"])
+        .env("NAMESRV_ADDR", &s.namesrv)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait (bounded) until the load is flowing.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let brokers = json_lines(&silo(&s, &["admin", "--json", "broker"], ""));
+        let put: u64 = brokers[0]["table"]["msgPutTotalTodayNow"].as_str().unwrap().parse().unwrap();
+        if put > 1000 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the producer did not start");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    let printed = json_lines(&silo(&s, &["consume", "-t", "Busy", "-g", "reader", "--from", "first", "--json"], ""));
+    let took = started.elapsed();
+    let _ = producer.kill();
+    let _ = producer.wait();
+    assert!(printed.len() > 1000, "read {} messages", printed.len());
+    // The producer was meant to send for 60 s: a consume that followed it would not be back yet.
+    assert!(took < Duration::from_secs(45), "consume ran for {took:?}");
+    // Nothing twice, and each queue's offsets in order from 0.
+    let mut per_queue: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for m in &printed {
+        per_queue.entry(m["queueId"].as_i64().unwrap()).or_default().push(m["queueOffset"].as_i64().unwrap());
+    }
+    for offsets in per_queue.values() {
+        assert!(offsets.iter().enumerate().all(|(i, o)| *o == i as i64), "gaps or repeats: {offsets:?}");
+    }
+}
+
 #[test]
 fn a_restarted_broker_routes_its_topics_as_soon_as_the_name_server_accepts() {
     let s = start();
