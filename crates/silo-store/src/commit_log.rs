@@ -220,8 +220,9 @@ impl CommitLog {
         Ok(min)
     }
 
-    /// Flushes every segment with dirty bytes; returns the flushed end.
-    pub(crate) fn flush(&self) -> Result<i64> {
+    /// Flushes every segment with dirty bytes; returns the flushed end. Unless `whole`, the
+    /// page the writer is filling is left for later ([`MappedFile::flush_completed_pages`]).
+    pub(crate) fn flush(&self, whole: bool) -> Result<i64> {
         let target = self.max_offset();
         let dirty: Vec<Arc<MappedFile>> = {
             let segments = self.segments.read().unwrap_or_else(|e| e.into_inner());
@@ -233,11 +234,18 @@ impl CommitLog {
                 .cloned()
                 .collect()
         };
-        for seg in dirty.iter().rev() {
-            seg.flush()?;
+        let mut flushed = target;
+        for (i, seg) in dirty.iter().rev().enumerate() {
+            let last = i + 1 == dirty.len();
+            if whole || !last || seg.is_full() {
+                seg.flush()?;
+            } else {
+                let to = seg.flush_completed_pages()?;
+                flushed = flushed.min(seg.start() as i64 + to as i64);
+            }
         }
-        self.set_flushed_offset(target);
-        Ok(target)
+        self.set_flushed_offset(flushed);
+        Ok(flushed)
     }
 
     /// Bytes appended but not yet flushed.

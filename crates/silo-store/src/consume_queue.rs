@@ -168,7 +168,9 @@ impl ConsumeQueue {
                     reason: format!("start offset is not a multiple of the file size {}", self.file_size),
                 });
             }
-            files.push(Arc::new(MappedFile::open(&path, start, self.file_size)?));
+            let file = MappedFile::open(&path, start, self.file_size)?;
+            file.no_readahead();
+            files.push(Arc::new(file));
         }
         // Consecutive files only: a hole means lost data that no rule can repair.
         for pair in files.windows(2) {
@@ -285,7 +287,9 @@ impl ConsumeQueue {
         }
         let start = byte - byte % self.file_size as u64;
         std::fs::create_dir_all(&self.dir).map_err(StoreError::io("create", &self.dir))?;
-        let file = Arc::new(MappedFile::create(&self.dir.join(file_name(start)), start, self.file_size)?);
+        let file = MappedFile::create(&self.dir.join(file_name(start)), start, self.file_size)?;
+        file.no_readahead();
+        let file = Arc::new(file);
         let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
         if files.is_empty() && start > 0 {
             // A queue whose first unit lies past 0 (e.g. after retention removed every file):
@@ -412,14 +416,19 @@ impl ConsumeQueue {
         Ok(())
     }
 
-    /// Flushes dirty units; returns whether anything was written.
-    pub fn flush(&self) -> Result<bool> {
+    /// Flushes dirty units; returns whether anything was written. Unless `whole`, the page
+    /// the dispatcher is filling is left for later ([`MappedFile::flush_completed_pages`]).
+    pub fn flush(&self, whole: bool) -> Result<bool> {
         let files: Vec<Arc<MappedFile>> = {
             let files = self.files.read().unwrap_or_else(|e| e.into_inner());
             files.iter().filter(|f| f.dirty() > 0).cloned().collect()
         };
         for f in &files {
-            f.flush()?;
+            if whole || f.is_full() {
+                f.flush()?;
+            } else {
+                f.flush_completed_pages()?;
+            }
         }
         Ok(!files.is_empty())
     }
@@ -484,7 +493,7 @@ mod tests {
         for i in 0..3 {
             cq.put(i, unit(i)).unwrap();
         }
-        cq.flush().unwrap();
+        cq.flush(true).unwrap();
         drop(cq);
         let path = dir.path().join("T/0").join(file_name(0));
         let mut bytes = std::fs::read(&path).unwrap();

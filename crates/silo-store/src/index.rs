@@ -444,6 +444,7 @@ impl IndexFile {
         // brokers out) and index files are never truncated while mapped; the map is only reached
         // through `&self`/`&mut self` of this value, so Rust's aliasing rules hold.
         let map = unsafe { MmapMut::map_mut(&file) }.map_err(io_err("mmap", &path))?;
+        no_readahead(&map, &path);
         let Some(header) = map.first_chunk::<HEADER_SIZE>() else {
             return Err(IndexError::OutOfBounds { path, what: "the header", offset: 0 });
         };
@@ -461,7 +462,10 @@ impl IndexFile {
             unsafe { MmapMut::map_mut(&file) }.map_err(io_err("mmap", &path))
         });
         let map = match mapped {
-            Ok(map) => map,
+            Ok(map) => {
+                no_readahead(&map, &path);
+                map
+            }
             Err(e) => {
                 drop(file);
                 let _ = fs::remove_file(&path);
@@ -789,6 +793,14 @@ impl IndexService {
             name = file_name_for(millis);
         }
         Err(IndexError::NoFreeName { dir: self.dir.clone(), name })
+    }
+}
+
+/// Hash slots and entries are touched a few bytes at a time, the slots at random: a fault must
+/// not read (zero-fill, in a sparse file) a whole readahead window around them.
+fn no_readahead(map: &MmapMut, path: &Path) {
+    if let Err(e) = map.advise(memmap2::Advice::Random) {
+        tracing::debug!(path = %path.display(), error = %e, "cannot turn off readahead");
     }
 }
 

@@ -197,13 +197,27 @@ impl MappedFile {
 
     /// Writes the dirty range to disk (msync). Returns the new flushed position.
     pub fn flush(&self) -> Result<usize> {
-        let wrote = self.wrote();
+        self.flush_to(self.wrote())
+    }
+
+    /// Writes to disk only the pages the writer has finished with: up to the last page
+    /// boundary at or below the write position. An msync of the page the writer is still
+    /// filling starts its writeback, and the writer's next store into it then waits for that
+    /// writeback to finish: several milliseconds, inside the append's critical section or the
+    /// dispatcher. Periodic (asynchronous) flushes use this; the page is flushed once it is
+    /// complete, by a whole flush, or at shutdown. Returns the new flushed position.
+    pub fn flush_completed_pages(&self) -> Result<usize> {
+        const PAGE: usize = 4096;
+        self.flush_to(self.wrote() / PAGE * PAGE)
+    }
+
+    fn flush_to(&self, to: usize) -> Result<usize> {
         let flushed = self.flushed();
-        if wrote > flushed {
-            self.map.flush_range(flushed, wrote - flushed).map_err(StoreError::io("msync", &self.path))?;
-            self.flushed.fetch_max(wrote, Ordering::AcqRel);
+        if to > flushed {
+            self.map.flush_range(flushed, to - flushed).map_err(StoreError::io("msync", &self.path))?;
+            self.flushed.fetch_max(to, Ordering::AcqRel);
         }
-        Ok(wrote)
+        Ok(self.flushed())
     }
 
     /// Dirty bytes not yet flushed.
@@ -232,6 +246,17 @@ impl MappedFile {
         }
         self.map.flush_range(from, self.size - from).map_err(StoreError::io("msync", &self.path))?;
         Ok(())
+    }
+
+    /// Turns off readahead for this mapping. A write fault on a file page that is not cached
+    /// yet otherwise reads (for a sparse file: zero-fills) a whole readahead window first; for
+    /// a fresh consume-queue file that took ~2 ms on its first unit, which delayed a new
+    /// topic's first message by as much. Files written and read a few bytes at a time (consume
+    /// queues, the index) do not need it.
+    pub fn no_readahead(&self) {
+        if let Err(e) = self.map.advise(memmap2::Advice::Random) {
+            tracing::debug!(path = %self.path.display(), error = %e, "cannot turn off readahead");
+        }
     }
 
     /// Faults in, writable, the pages up to `window` bytes past the write position, so that the

@@ -44,12 +44,15 @@ impl Inner {
         Ok(())
     }
 
-    pub(super) fn flush_commit_log(&self) -> Result<i64> {
+    /// Flushes the commit log: all of it when `whole` (synchronous flush, the thorough
+    /// rounds, shutdown), else up to the page the writer is filling. Only a whole flush moves
+    /// the checkpoint's timestamp, which must belong to a record below the flushed end.
+    pub(super) fn flush_commit_log(&self, whole: bool) -> Result<i64> {
         // Read the timestamp first: it then belongs to a record at or before the flushed end.
         let ts = self.writer.state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
-        let flushed = self.writer.commit_log.flush()?;
+        let flushed = self.writer.commit_log.flush(whole)?;
         self.flush_rounds.fetch_add(1, Ordering::Relaxed);
-        {
+        if whole {
             let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
             cp.1.physic_msg_timestamp = cp.1.physic_msg_timestamp.max(ts);
         }
@@ -59,11 +62,22 @@ impl Inner {
         Ok(flushed)
     }
 
-    pub(super) fn flush_queues_and_checkpoint(&self) -> Result<()> {
+    /// Flushes the consume queues (all of them when `whole`, else up to the pages the
+    /// dispatcher is filling); a whole flush also flushes the index and moves the checkpoint.
+    pub(super) fn flush_queues_and_checkpoint(&self, whole: bool) -> Result<()> {
         let ts = self.last_dispatched_timestamp.load(Ordering::Acquire);
         for q in self.all_queues() {
-            q.flush()?;
+            q.flush(whole)?;
         }
+        if !whole {
+            return Ok(());
+        }
+        self.flush_index_and_checkpoint(ts)
+    }
+
+    /// Flushes the index and stores the checkpoint (the consume queues are flushed whole up
+    /// to `ts`'s record).
+    fn flush_index_and_checkpoint(&self, ts: i64) -> Result<()> {
         let index_ts = match &self.index {
             Some(index) => {
                 let index = index.lock().unwrap_or_else(|e| e.into_inner());
@@ -80,12 +94,18 @@ impl Inner {
     }
 
     pub(super) fn flush_all(&self) -> Result<()> {
-        self.flush_commit_log()?;
-        self.flush_queues_and_checkpoint()
+        self.flush_commit_log(true)?;
+        self.flush_queues_and_checkpoint(true)
     }
 
     pub(super) fn run_flusher(self: &Arc<Self>) {
         let mut last_queue_flush = Instant::now();
+        let mut last_whole_queue_flush = Instant::now();
+        let mut last_whole_log_flush = Instant::now();
+        // Where the log and dispatch were at the previous round: a whole flush waits until
+        // they stop moving, so that it never starts writeback under a writer.
+        let mut log_end_before = self.writer.commit_log.max_offset();
+        let mut dispatched_before = self.dispatched.load(Ordering::Acquire);
         let mut last_thorough = Instant::now();
         let mut last_clean = Instant::now();
         loop {
@@ -101,7 +121,7 @@ impl Inner {
                     }
                     // Everything appended so far is flushed by this one sync: group commit.
                     if self.writer.commit_log.dirty_bytes() > 0
-                        && let Err(e) = self.flush_commit_log()
+                        && let Err(e) = self.flush_commit_log(true)
                     {
                         tracing::error!(error = %e, "commit-log flush failed");
                         std::thread::sleep(Duration::from_millis(100));
@@ -115,21 +135,45 @@ impl Inner {
                     let dirty = self.writer.commit_log.dirty_bytes();
                     let requested = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner()).requested
                         > self.writer.commit_log.flushed_offset();
+                    let log_end = self.writer.commit_log.max_offset();
+                    let writing = log_end != log_end_before;
+                    log_end_before = log_end;
                     if dirty > 0 && (thorough || requested || dirty as usize >= least_pages * 4096) {
-                        if let Err(e) = self.flush_commit_log() {
+                        // Under load a whole flush still comes every six thorough intervals,
+                        // so that the checkpoint (which only a whole flush moves) stays recent.
+                        let overdue = last_whole_log_flush.elapsed() >= thorough_interval.saturating_mul(6);
+                        let whole = requested || !writing || overdue;
+                        if let Err(e) = self.flush_commit_log(whole) {
                             tracing::error!(error = %e, "commit-log flush failed");
                         }
                         if thorough {
                             last_thorough = Instant::now();
                         }
+                        if whole {
+                            last_whole_log_flush = Instant::now();
+                        }
                     }
                 }
             }
             if last_queue_flush.elapsed() >= self.config.consume_queue_flush_interval {
-                if let Err(e) = self.flush_queues_and_checkpoint() {
+                // The index and the checkpoint go with the whole flushes, every thorough
+                // interval (10 s by default; every round in synchronous mode's 1 s).
+                let dispatched = self.dispatched.load(Ordering::Acquire);
+                let dispatching = dispatched != dispatched_before;
+                dispatched_before = dispatched;
+                let thorough = match self.config.flush {
+                    FlushMode::Async { thorough_interval, .. } => {
+                        !dispatching || last_whole_queue_flush.elapsed() >= thorough_interval.saturating_mul(6)
+                    }
+                    FlushMode::Sync { .. } => true,
+                };
+                if let Err(e) = self.flush_queues_and_checkpoint(thorough) {
                     tracing::error!(error = %e, "consume-queue flush failed");
                 }
                 last_queue_flush = Instant::now();
+                if thorough {
+                    last_whole_queue_flush = last_queue_flush;
+                }
             }
             if last_clean.elapsed() >= self.config.clean_interval {
                 if let Err(e) = self.delete_expired_files(SystemTime::now()) {
