@@ -209,7 +209,9 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
         h.write_ext_fields(&mut header.ext_fields);
         for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
             match request(conn, *addr, &header, &body).await {
-                Ok(resp) if resp.code == 0 => tracing::debug!(namesrv = %addr, "registered"),
+                Ok(resp) if resp.code == silo_wire::codes::response::SUCCESS => {
+                    tracing::debug!(namesrv = %addr, "registered")
+                }
                 Ok(resp) => {
                     tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "registration refused")
                 }
