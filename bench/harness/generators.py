@@ -83,15 +83,18 @@ class SiloBench(Generator):
         common = ["--namesrv", broker.namesrv, "--topic", topic]
         # Open loop at a fixed offered rate; for e2e also the producers and sends in flight that
         # bound it (closed-loop e2e keeps silo bench's defaults, as before).
-        rated = [] if rate is None else ["--rate", str(rate)]
+        # Rated runs warm up at the offered rate for --warmup seconds first (left out of the
+        # latencies), so that a JVM broker is measured warm, as the java generator's runs are.
+        rated = [] if rate is None else ["--rate", str(rate), "--warmup", str(c.warmup)]
+        duration = c.duration if rate is None else c.duration + c.warmup
         if wl.kind == "produce":
             argv = ["produce"] + common + [
-                "--size", str(wl.size), "--duration", str(c.duration), "--producers", str(wl.producers),
+                "--size", str(wl.size), "--duration", str(duration), "--producers", str(wl.producers),
                 "--mode", wl.mode, "--inflight", str(c.inflight), "--batch", str(wl.batch),
                 "--queues", str(c.queues)] + rated
             rep = self._run(argv, out_dir, "produce", c.duration + 300)
         elif wl.kind == "e2e":
-            argv = ["e2e"] + common + ["--size", str(wl.size), "--duration", str(c.duration)]
+            argv = ["e2e"] + common + ["--size", str(wl.size), "--duration", str(duration)]
             if rate is not None:
                 argv += ["--producers", str(wl.producers), "--inflight", str(c.inflight)] + rated
             rep = self._run(argv, out_dir, "e2e", c.duration + 300)

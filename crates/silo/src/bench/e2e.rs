@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -30,6 +30,8 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
         tails.insert(q, end);
     }
     let clock = Instant::now();
+    // Messages stamped before this (µs on `clock`) belong to the warm-up: not recorded.
+    let measure_from = Arc::new(AtomicU64::new(0));
     let stop = Arc::new(Stop::new(None, Some(args.duration)));
     let sent = Arc::new(Counters::default());
     let received = Arc::new(Counters::default());
@@ -41,8 +43,8 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
     let mut consumers = tokio::task::JoinSet::new();
     let sub = Arc::new(Subscription::parse("*"));
     for (mq, start) in tails {
-        let (consumer, received, sent, producing, sub) =
-            (consumer.clone(), received.clone(), sent.clone(), producing.clone(), sub.clone());
+        let (consumer, received, sent, producing, sub, measure_from) =
+            (consumer.clone(), received.clone(), sent.clone(), producing.clone(), sub.clone(), measure_from.clone());
         consumers.spawn(async move {
             let mut h = histogram();
             let mut offset = start;
@@ -61,7 +63,9 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
                         for m in &r.messages {
                             let stamp =
                                 m.raw_body().get(..8).and_then(|b| b.try_into().ok()).map_or(0, u64::from_be_bytes);
-                            let _ = h.record(now.saturating_sub(stamp).max(1));
+                            if stamp >= measure_from.load(Ordering::Relaxed) {
+                                let _ = h.record(now.saturating_sub(stamp).max(1));
+                            }
                             received.bytes.fetch_add(m.raw_body().len() as u64, Ordering::Relaxed);
                         }
                         received.msgs.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
@@ -89,7 +93,10 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
                 count: None,
                 duration: Some(Duration::from_secs_f64(args.duration)),
                 cancel: None,
+                warmup: Duration::from_secs_f64(args.warmup.max(0.0)),
             };
+            let warmup_us = u64::try_from(plan.warmup.as_micros()).unwrap_or(u64::MAX);
+            measure_from.store((clock.elapsed().as_micros() as u64).saturating_add(warmup_us), Ordering::Relaxed);
             let producers: Vec<Arc<Producer>> = (0..args.producers)
                 .map(|_| Arc::new(Producer::new(client(&args.common), ProducerConfig::default())))
                 .collect();

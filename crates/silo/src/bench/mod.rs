@@ -120,6 +120,11 @@ struct ProduceArgs {
     #[arg(long, value_name = "MSGS_PER_SEC")]
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<f64>,
+    /// With --rate: seconds at the offered rate before measuring begins (sends of the warm-up
+    /// are made but left out of the latencies), so that a broker that has to warm up (a JVM)
+    /// is measured in its steady state.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    warmup: f64,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -162,6 +167,11 @@ struct E2eArgs {
     #[arg(long, value_name = "MSGS_PER_SEC")]
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<f64>,
+    /// With --rate: seconds at the offered rate before measuring begins (sends of the warm-up
+    /// are made but left out of the latencies), so that a broker that has to warm up (a JVM)
+    /// is measured in its steady state.
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    warmup: f64,
 }
 
 /// Counters shared by the workers and the progress line.

@@ -47,6 +47,7 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
                 count: args.count,
                 duration: duration.map(Duration::from_secs_f64),
                 cancel: None,
+                warmup: Duration::from_secs_f64(args.warmup.max(0.0)),
             };
             let producers: Vec<Arc<Producer>> = (0..args.producers)
                 .map(|_| Arc::new(Producer::new(client(&args.common), ProducerConfig::default())))

@@ -47,6 +47,9 @@ pub(super) struct Plan {
     pub(super) duration: Option<Duration>,
     /// Stop scheduling when this is set.
     pub(super) cancel: Option<Arc<AtomicBool>>,
+    /// Sends due in this first stretch of the schedule are made but not recorded (the
+    /// duration and count include it).
+    pub(super) warmup: Duration,
 }
 
 /// What an open-loop run measured.
@@ -80,6 +83,7 @@ where
     let send = Arc::new(send);
     let ended: Arc<OnceLock<Instant>> = Arc::new(OnceLock::new());
     let start = Instant::now();
+    let warmed_up = start + plan.warmup;
     let mut senders = Vec::with_capacity(plan.producers);
     let mut workers = tokio::task::JoinSet::new();
     for p in 0..plan.producers {
@@ -98,10 +102,15 @@ where
                         unsent += n;
                         continue;
                     }
-                    let _ = lag.record(now.saturating_duration_since(intended).as_micros() as u64);
+                    let measured = intended >= warmed_up;
+                    if measured {
+                        let _ = lag.record(now.saturating_duration_since(intended).as_micros() as u64);
+                    }
                     match send(p, intended).await {
                         Ok(()) => {
-                            let _ = latency.record(intended.elapsed().as_micros().max(1) as u64);
+                            if measured {
+                                let _ = latency.record(intended.elapsed().as_micros().max(1) as u64);
+                            }
                             counters.msgs.fetch_add(n, Ordering::Relaxed);
                             counters.bytes.fetch_add(bytes, Ordering::Relaxed);
                         }

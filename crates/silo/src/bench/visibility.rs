@@ -355,6 +355,7 @@ async fn under_load<F: Future<Output = ()>>(
         count: None,
         duration: None,
         cancel: Some(cancel.clone()),
+        warmup: Duration::ZERO,
     };
     let producers: Vec<Arc<Producer>> = (0..args.load_producers)
         .map(|_| Arc::new(Producer::new(client(&args.common), ProducerConfig::default())))
