@@ -275,17 +275,20 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let routes = options.namesrv.map(|_| Arc::new(RouteTable::new()));
-    // The name server's port is taken now, but it accepts only once the embedded broker has
-    // registered its topics: a client that connects at once must not be told "no route" for a
-    // topic the broker has (connections that arrive meanwhile wait in the backlog).
-    let mut namesrv = None;
-    let mut namesrv_addr = None;
-    if let (Some(addr), Some(table)) = (options.namesrv, &routes) {
-        let listener =
-            TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
-        namesrv_addr = Some(listener.local_addr()?);
-        namesrv = Some((listener, table.clone()));
-    }
+    // The name server listens only once the embedded broker has registered its topics and
+    // bound its port: until then a client's connection is refused (and retried), rather than
+    // told "no route" for a topic the broker has, or left waiting in a backlog while the store
+    // recovers.
+    let bind_namesrv = || async {
+        match (options.namesrv, &routes) {
+            (Some(addr), Some(table)) => {
+                let listener =
+                    TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
+                Ok::<_, BoxError>(Some((listener, table.clone())))
+            }
+            _ => Ok(None),
+        }
+    };
     let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>| {
         if let Some((listener, table)) = namesrv {
             tracing::info!(addr = ?listener.local_addr().ok(), "name server listening");
@@ -301,28 +304,40 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         }
     };
     let mut running = Running {
-        namesrv_addr,
+        namesrv_addr: None,
         broker_addr: None,
         broker: None,
         routes: routes.clone(),
         shutdown: shutdown_tx,
         tasks: Vec::new(),
     };
-    let Some(mut config) = options.broker else {
+    let Some(mut config) = options.broker.clone() else {
+        let namesrv = bind_namesrv().await?;
+        running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
         start_namesrv(&mut tasks, namesrv);
         running.tasks = tasks;
         return Ok(running);
     };
-    let listen = config.broker_addr();
-    let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
-    // Routes point at the port actually taken (a free one when the options said 0).
-    config.listen_port = listener.local_addr()?.port();
+    // A fixed port is bound once the store is open, so that nothing connects to a broker that
+    // is still recovering; a free port (0, in tests) must be taken first, since the routes
+    // name it.
+    let mut early = None;
+    if config.listen_port == 0 {
+        let listen = config.broker_addr();
+        let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
+        config.listen_port = listener.local_addr()?.port();
+        early = Some(listener);
+    }
     let listen = config.broker_addr();
     let data = config.store_path_root_dir.clone();
     let idle = config.channel_idle;
     // An embedded name server gets the registration in-process; external ones by TCP.
     let embedded = if config.namesrv_addr.is_empty() { routes.clone() } else { None };
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
+    let listener = match early {
+        Some(l) => l,
+        None => TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?,
+    };
     // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
     let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
     match TcpListener::bind(vip).await {
@@ -331,6 +346,8 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
             tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
         }
     }
+    let namesrv = bind_namesrv().await?;
+    running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
     start_namesrv(&mut tasks, namesrv);
     tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
         data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
