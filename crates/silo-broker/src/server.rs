@@ -291,7 +291,9 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     };
     let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>| {
         if let Some((listener, table)) = namesrv {
-            tracing::info!(addr = ?listener.local_addr().ok(), "name server listening");
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!(%addr, "name server listening");
+            }
             let rx = shutdown_rx.clone();
             tasks.push(tokio::spawn(serve(listener, Role::NameServer(table.clone()), Duration::from_secs(120), rx)));
             let mut rx = shutdown_rx.clone();
