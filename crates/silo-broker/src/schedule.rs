@@ -80,11 +80,8 @@ impl Scheduler {
                             continue;
                         };
                         props.clear();
-                        for (k, v) in rec.properties.iter() {
-                            if !matches!(k, keys::DELAY | keys::REAL_TOPIC | keys::REAL_QID | keys::WAIT) {
-                                let _ = write!(props, "{k}\u{1}{v}\u{2}");
-                            }
-                        }
+                        rec.properties
+                            .push_without(props, &[keys::DELAY, keys::REAL_TOPIC, keys::REAL_QID, keys::WAIT]);
                         let _ = write!(props, "{}\u{1}false\u{2}", keys::WAIT);
                         let msg = MessageToStore {
                             topic,

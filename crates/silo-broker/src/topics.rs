@@ -131,27 +131,20 @@ impl TopicManager {
         Ok(removed)
     }
 
-    /// Auto-creation on first send (docs/protocol.md §2.2 step 2): from a default topic with the INHERIT
-    /// bit, with `min(requested, default's write queues)` queues.
-    pub fn create_from_default(
-        &self,
-        topic: &str,
-        default_topic: &str,
-        queues: i32,
-    ) -> Result<Option<TopicConfig>, silo_store::StoreError> {
-        if let Some(tc) = self.get(topic) {
-            return Ok(Some(tc));
+    /// Adds `tc` unless its topic exists, and persists; returns the topic's config either way
+    /// (another request may have created it first). The send policy decides what `tc` is.
+    pub fn create_if_absent(&self, tc: TopicConfig) -> Result<TopicConfig, silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(existing) = s.topic_config_table.get(&tc.topic_name) {
+                return Ok(existing.clone());
+            }
+            s.topic_config_table.insert(tc.topic_name.clone(), tc.clone());
+            s.data_version.counter += 1;
+            s.data_version.timestamp = now_ms();
         }
-        let Some(default) = self.get(default_topic) else { return Ok(None) };
-        if default.perm & PERM_INHERIT == 0 {
-            return Ok(None);
-        }
-        let n = queues.clamp(1, default.write_queue_nums.max(1));
-        let mut tc = topic_config(topic, n, n, default.perm & !PERM_INHERIT);
-        tc.topic_filter_type = default.topic_filter_type.clone();
-        self.put(tc.clone())?;
-        tracing::info!(topic, queues = n, "topic auto-created");
-        Ok(Some(tc))
+        self.persist()?;
+        Ok(tc)
     }
 
     /// Retry and DLQ topics: one queue, read/write, created on demand.
@@ -159,9 +152,7 @@ impl TopicManager {
         if let Some(tc) = self.get(topic) {
             return Ok(tc);
         }
-        let tc = topic_config(topic, queues, queues, PERM_READ | PERM_WRITE);
-        self.put(tc.clone())?;
-        Ok(tc)
+        self.create_if_absent(topic_config(topic, queues, queues, PERM_READ | PERM_WRITE))
     }
 
     fn persist(&self) -> Result<(), silo_store::StoreError> {

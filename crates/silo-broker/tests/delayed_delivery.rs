@@ -17,10 +17,9 @@ use silo_wire::record::{Decoded, decode_record};
 
 const START: i64 = 1_800_000_000_000;
 
-#[test]
-fn a_delayed_message_is_delivered_when_its_time_comes_and_not_before() {
+/// A broker on a fresh directory whose time is `clock` (no sockets).
+fn broker_with(clock: &Arc<ManualClock>) -> (tempfile::TempDir, Arc<Broker>) {
     let dir = tempfile::tempdir().unwrap();
-    let clock = ManualClock::new(START);
     let config = BrokerConfig {
         store_path_root_dir: dir.path().to_owned(),
         mapped_file_size_commit_log: 1 << 20,
@@ -28,24 +27,35 @@ fn a_delayed_message_is_delivered_when_its_time_comes_and_not_before() {
         ..Default::default()
     };
     let broker = Broker::open(config, None).unwrap();
-    let mut conn = ConnState::default();
-    // Level 3 is 10 s in Java's default messageDelayLevel.
-    let properties = "DELAY\u{1}3\u{2}KEYS\u{1}k1\u{2}";
-    let req = SendRequest {
-        topic: "Later",
+    (dir, broker)
+}
+
+/// A single message to `topic`/`queue_id`, as a producer sends it.
+fn single<'a>(topic: &'a str, queue_id: i32, properties: &'a str, body: &'a [u8]) -> SendRequest<'a> {
+    SendRequest {
+        topic,
         default_topic: "TBW102",
         default_topic_queue_nums: 4,
-        queue_id: 2,
+        queue_id,
         sys_flag: 0,
         born_timestamp: START,
         born_host: SocketAddr::from(([127, 0, 0, 1], 5000)),
         reconsume_times: 0,
         max_reconsume_times: None,
         properties,
-        messages: Messages::One(Payload { flag: 0, body: b"due in ten seconds", properties }),
-    };
+        messages: Messages::One(Payload { flag: 0, body, properties }),
+    }
+}
+
+#[test]
+fn a_delayed_message_is_delivered_when_its_time_comes_and_not_before() {
+    let clock = ManualClock::new(START);
+    let (_dir, broker) = broker_with(&clock);
+    let mut conn = ConnState::default();
+    // Level 3 is 10 s in Java's default messageDelayLevel.
+    let mut req = single("Later", 2, "DELAY\u{1}3\u{2}KEYS\u{1}k1\u{2}", b"due in ten seconds");
     let plan = broker.plan_send(&req).unwrap();
-    broker.send(&mut conn, &req, &plan).unwrap();
+    broker.send(&mut conn, &mut req, &plan).unwrap();
     let mut scheduler = Scheduler::load(&broker).unwrap();
     let in_queue = |broker: &Arc<Broker>| {
         assert!(broker.store.wait_dispatched(Duration::from_secs(10)), "dispatch did not catch up");
@@ -77,32 +87,15 @@ fn a_delayed_message_is_delivered_when_its_time_comes_and_not_before() {
 /// in the schedule topic first.
 #[test]
 fn a_dead_lettered_retry_is_not_delayed() {
-    let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(START);
-    let config = BrokerConfig {
-        store_path_root_dir: dir.path().to_owned(),
-        mapped_file_size_commit_log: 1 << 20,
-        clock: clock.clone(),
-        ..Default::default()
-    };
-    let broker = Broker::open(config, None).unwrap();
+    let (_dir, broker) = broker_with(&clock);
     let mut conn = ConnState::default();
     let properties = "DELAY\u{1}4\u{2}RETRY_TOPIC\u{1}Orders\u{2}UNIQ_KEY\u{1}AB12\u{2}";
-    let req = SendRequest {
-        topic: "%RETRY%billing",
-        default_topic: "TBW102",
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: START,
-        born_host: SocketAddr::from(([127, 0, 0, 1], 5000)),
-        reconsume_times: 2,
-        max_reconsume_times: Some(1),
-        properties,
-        messages: Messages::One(Payload { flag: 0, body: b"failed twice", properties }),
-    };
+    let mut req = single("%RETRY%billing", 0, properties, b"failed twice");
+    req.reconsume_times = 2;
+    req.max_reconsume_times = Some(1);
     let plan = broker.plan_send(&req).unwrap();
-    broker.send(&mut conn, &req, &plan).unwrap();
+    broker.send(&mut conn, &mut req, &plan).unwrap();
     assert!(broker.store.wait_dispatched(Duration::from_secs(10)));
     let got = broker.store.get_messages("%DLQ%billing", 0, 0, 32, 1 << 20, TagFilter::All);
     assert_eq!(got.status, GetStatus::Found, "not in the dead-letter queue at once");

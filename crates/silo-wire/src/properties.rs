@@ -111,6 +111,18 @@ impl<'a> PropertiesView<'a> {
         self.iter().filter(|(k, _)| *k == key).map(|(_, v)| v).last()
     }
 
+    /// Appends every pair but those whose key is in `skip` to `out`, each followed by `\u{2}`:
+    /// how a message stored again (a retry, a delivered delay, a dead letter) keeps its
+    /// properties while the broker replaces some.
+    pub fn push_without(&self, out: &mut String, skip: &[&str]) {
+        for (key, value) in self.iter().filter(|(k, _)| !skip.contains(k)) {
+            out.push_str(key);
+            out.push(char::from(NAME_VALUE_SEPARATOR));
+            out.push_str(value);
+            out.push(char::from(PROPERTY_SEPARATOR));
+        }
+    }
+
     /// Whether the last pair is followed by a `\u{2}` (writers ≤4.9.0 and ≥5.2.0 do this).
     #[must_use]
     pub fn ends_with_separator(&self) -> bool {
@@ -179,6 +191,14 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pairs_are_copied_without_the_skipped_keys() {
+        let view = PropertiesView::from_valid("DELAY\u{1}3\u{2}KEYS\u{1}k\u{2}WAIT\u{1}true\u{2}TAGS\u{1}t");
+        let mut out = String::from("X\u{1}1\u{2}");
+        view.push_without(&mut out, &[keys::DELAY, keys::WAIT]);
+        assert_eq!(out, "X\u{1}1\u{2}KEYS\u{1}k\u{2}TAGS\u{1}t\u{2}");
+    }
 
     #[test]
     fn accepts_both_trailing_separator_variants() {

@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use silo_store::MessageToStore;
 use silo_wire::codes::response as rs;
 use silo_wire::custom::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader};
 use silo_wire::msgid::offset_msg_id;
@@ -64,16 +65,27 @@ impl Broker {
         let properties = h.properties.as_deref().unwrap_or("");
         let batch = h.batch.unwrap_or(false);
         let messages = if batch {
-            let mut payloads = Vec::new();
+            let mut msgs = Vec::new();
             for entry in silo_wire::decode_batch(&frame.body) {
                 let entry = entry.map_err(BrokerError::BadBatch)?;
-                payloads.push(Payload { flag: entry.flag, body: entry.body, properties: entry.properties.as_str() });
+                msgs.push(MessageToStore {
+                    topic: &h.topic,
+                    queue_id: h.queue_id,
+                    flag: entry.flag,
+                    sys_flag: h.sys_flag,
+                    born_timestamp: h.born_timestamp,
+                    born_host: channel.remote,
+                    reconsume_times: h.reconsume_times.unwrap_or(0),
+                    prepared_tx_offset: 0,
+                    body: entry.body,
+                    properties: entry.properties.as_str(),
+                });
             }
-            Messages::Batch(payloads)
+            Messages::Batch(msgs)
         } else {
             Messages::One(Payload { flag: h.flag, body: &frame.body, properties })
         };
-        let req = SendRequest {
+        let mut req = SendRequest {
             topic: &h.topic,
             default_topic: &h.default_topic,
             default_topic_queue_nums: h.default_topic_queue_nums,
@@ -87,7 +99,7 @@ impl Broker {
             messages,
         };
         let plan = self.plan_send(&req)?;
-        let sent = self.send(conn, &req, &plan)?;
+        let sent = self.send(conn, &mut req, &plan)?;
         let store_host = self.config.broker_addr();
         let msg_id = if batch {
             let records = conn.appender.batch_records();

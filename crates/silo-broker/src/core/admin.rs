@@ -8,11 +8,9 @@ use silo_store::MessageRef;
 use silo_wire::body::TopicConfig;
 
 use super::BrokerError;
+use super::send::MAX_TOPIC_LEN;
 use crate::broker::Broker;
 use crate::clients::GroupInfo;
-
-/// Longest topic an admin may create.
-const MAX_TOPIC_LEN: usize = 127;
 
 /// Most queues a topic may have.
 const MAX_QUEUES: i32 = 1024;

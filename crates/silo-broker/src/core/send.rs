@@ -22,7 +22,7 @@ use crate::broker::{Broker, ConnState};
 use crate::topics::{PERM_INHERIT, PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, TopicManager, TopicQueues, topic_config};
 
 /// Longest user topic (retry and DLQ topics may be longer, up to 255).
-const MAX_TOPIC_LEN: usize = 127;
+pub(crate) const MAX_TOPIC_LEN: usize = 127;
 
 /// Highest delay level (`messageDelayLevel` has 18).
 const MAX_DELAY_LEVEL: i32 = 18;
@@ -42,8 +42,10 @@ pub struct Payload<'a> {
 #[derive(Debug)]
 pub enum Messages<'a> {
     One(Payload<'a>),
-    /// A batch for one queue; each message keeps its own properties verbatim (§3.1).
-    Batch(Vec<Payload<'a>>),
+    /// A batch for one queue; each message keeps its own properties verbatim (§3.1). Built by
+    /// the front end as the store takes them, so that a batch costs one vector; the queue is
+    /// filled in when the plan is carried out.
+    Batch(Vec<MessageToStore<'a>>),
 }
 
 /// A producer's request to store messages.
@@ -271,16 +273,10 @@ impl Broker {
     }
 
     /// Carries out `plan` for `req`: creates what it says, then appends.
-    pub fn send(&self, conn: &mut ConnState, req: &SendRequest<'_>, plan: &SendPlan) -> Result<Sent, BrokerError> {
+    pub fn send(&self, conn: &mut ConnState, req: &mut SendRequest<'_>, plan: &SendPlan) -> Result<Sent, BrokerError> {
         if let TopicAction::Create(tc) = &plan.topic {
-            let created = if req.topic.starts_with(RETRY_PREFIX) {
-                self.topics.ensure_system(req.topic, 1).map(Some)?
-            } else {
-                self.topics.create_from_default(req.topic, req.default_topic, tc.write_queue_nums)?
-            };
-            if created.is_none() {
-                return Err(BrokerError::TopicNotExist(req.topic.to_owned()));
-            }
+            self.topics.create_if_absent(tc.clone())?;
+            tracing::info!(topic = req.topic, queues = tc.write_queue_nums, "topic auto-created");
         }
         let topic = match &plan.destination {
             Destination::DeadLetter { topic } => {
@@ -311,13 +307,18 @@ impl Broker {
                 properties,
             }
         }
-        let (append, count) = match &req.messages {
-            Messages::Batch(payloads) => {
-                let msgs: Vec<MessageToStore<'_>> =
-                    payloads.iter().map(|p| message(req, p, topic, queue_id, p.properties)).collect();
-                (self.store.append_batch(&mut conn.appender, &msgs)?, msgs.len())
+        let named = req.topic;
+        let (append, count) = match &mut req.messages {
+            Messages::Batch(msgs) => {
+                // A batch is never dead-lettered or delayed: it goes to the topic it names.
+                for m in msgs.iter_mut() {
+                    m.topic = named;
+                    m.queue_id = queue_id;
+                }
+                (self.store.append_batch(&mut conn.appender, msgs)?, msgs.len())
             }
             Messages::One(payload) => {
+                let payload = *payload;
                 let generated;
                 let add_uniq = if plan.generate_unique_key {
                     generated = offset_msg_id(req.born_host, req.born_timestamp ^ self.store.commit_log_range().1);
@@ -330,11 +331,7 @@ impl Broker {
                     // As the Java broker does: a dead-lettered message is not delayed, and is
                     // stored with DELAY=-1 whatever delay its retry asked for.
                     let mut kept = String::with_capacity(payload.properties.len() + 8);
-                    for (k, v) in PropertiesView::from_valid(payload.properties).iter() {
-                        if k != keys::DELAY {
-                            let _ = write!(kept, "{k}\u{1}{v}\u{2}");
-                        }
-                    }
+                    PropertiesView::from_valid(payload.properties).push_without(&mut kept, &[keys::DELAY]);
                     let _ = write!(kept, "{}\u{1}-1\u{2}", keys::DELAY);
                     stored_properties(&mut props, &kept, &self.config.broker_cluster_name, add_uniq);
                 } else {
@@ -352,7 +349,8 @@ impl Broker {
                     }
                     _ => (topic, queue_id),
                 };
-                let r = self.store.append(&mut conn.appender, &message(req, payload, store_topic, store_queue, &props));
+                let r =
+                    self.store.append(&mut conn.appender, &message(req, &payload, store_topic, store_queue, &props));
                 conn.props = props;
                 (r?, 1)
             }
@@ -374,12 +372,7 @@ impl Broker {
         self.topics.ensure_system(&topic, 1)?;
         self.register_routes_if_changed();
         let mut props = String::with_capacity(rec.properties.len() + 128);
-        for (k, v) in rec.properties.iter() {
-            if matches!(k, keys::DELAY | keys::REAL_TOPIC | keys::REAL_QID | keys::WAIT) {
-                continue;
-            }
-            let _ = write!(props, "{k}\u{1}{v}\u{2}");
-        }
+        rec.properties.push_without(&mut props, &[keys::DELAY, keys::REAL_TOPIC, keys::REAL_QID, keys::WAIT]);
         if rec.properties.get(keys::RETRY_TOPIC).is_none() {
             let _ = write!(props, "{}\u{1}{}\u{2}", keys::RETRY_TOPIC, rec.topic);
         }
@@ -447,6 +440,18 @@ mod tests {
 
     const ASYNC: SendPolicy = SendPolicy { auto_create_topic: true, sync_flush: false };
     const BODY: Payload<'static> = Payload { flag: 0, body: b"x", properties: "" };
+    const STORED: MessageToStore<'static> = MessageToStore {
+        topic: "Orders",
+        queue_id: 0,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: 0,
+        born_host: SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 1),
+        reconsume_times: 0,
+        prepared_tx_offset: 0,
+        body: b"x",
+        properties: "",
+    };
 
     fn request<'a>(topic: &'a str, queue_id: i32, properties: &'a str) -> SendRequest<'a> {
         SendRequest {
@@ -537,12 +542,12 @@ mod tests {
     #[test]
     fn batches_are_never_retried_delayed_or_empty() {
         let mut r = request("Orders", 0, "DELAY\u{1}2\u{2}");
-        r.messages = Messages::Batch(vec![BODY]);
+        r.messages = Messages::Batch(vec![STORED]);
         assert!(matches!(plan(&r, &table(), ASYNC, no_pick), Err(BrokerError::BatchRetryOrDelay)));
         r.properties = "";
         r.messages = Messages::Batch(Vec::new());
         assert!(matches!(plan(&r, &table(), ASYNC, no_pick), Err(BrokerError::EmptyBatch)));
-        r.messages = Messages::Batch(vec![BODY, BODY]);
+        r.messages = Messages::Batch(vec![STORED, STORED]);
         assert!(!plan(&r, &table(), ASYNC, no_pick).unwrap().generate_unique_key);
     }
 

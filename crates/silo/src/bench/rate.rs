@@ -172,17 +172,11 @@ fn schedule(plan: &Plan, start: Instant, senders: &[mpsc::Sender<Instant>]) -> u
 }
 
 /// Cuts this thread's timer slack to 1 ns, so that its sleeps end when asked rather than up to
-/// 50 µs later (Linux's default for a normal thread); elsewhere a no-op.
+/// 50 µs later (Linux's default for a normal thread); elsewhere a no-op. A failure leaves the
+/// default slack, which is still correct, only coarser.
 #[cfg(target_os = "linux")]
 fn precise_sleeps() {
-    unsafe extern "C" {
-        fn prctl(option: std::ffi::c_int, ...) -> std::ffi::c_int;
-    }
-    const PR_SET_TIMERSLACK: std::ffi::c_int = 29;
-    // SAFETY: PR_SET_TIMERSLACK takes one unsigned long and changes only the calling thread's
-    // timer slack; a failure leaves the default slack, which is still correct, only coarser.
-    let one_nanosecond: std::ffi::c_ulong = 1;
-    let _ = unsafe { prctl(PR_SET_TIMERSLACK, one_nanosecond) };
+    let _ = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1));
 }
 
 #[cfg(not(target_os = "linux"))]
