@@ -51,8 +51,9 @@ impl Broker {
     ) -> Result<Arc<Self>, silo_store::StoreError> {
         let store = Arc::new(Store::open(config.store_config())?);
         let config_dir = config.store_path_root_dir.join("config");
-        let topics = TopicManager::load(config_dir.join("topics.json"), &config)?;
-        let offsets = OffsetManager::load(config_dir.join("consumerOffset.json"))?;
+        let fs = Arc::clone(&store.config().fs);
+        let topics = TopicManager::load(Arc::clone(&fs), config_dir.join("topics.json"), &config)?;
+        let offsets = OffsetManager::load(fs, config_dir.join("consumerOffset.json"))?;
         let broker = Arc::new(Self {
             config,
             store,

@@ -22,6 +22,9 @@ pub struct BrokerConfig {
     pub flush_disk_type_sync: bool,
     pub mapped_file_size_commit_log: usize,
     pub file_reserved_time_hours: u64,
+    /// `diskMaxUsedSpaceRatio`, `diskSpaceCleanForciblyRatio`, `cleanFileForciblyEnable`,
+    /// `diskSpaceWarningLevelRatio` (docs/store-format.md §8).
+    pub disk: silo_store::DiskPolicy,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: i32,
@@ -54,6 +57,7 @@ impl Default for BrokerConfig {
             flush_disk_type_sync: false,
             mapped_file_size_commit_log: 1 << 30,
             file_reserved_time_hours: 72,
+            disk: silo_store::DiskPolicy::default(),
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 8,
@@ -88,6 +92,17 @@ fn parse_bool(v: &str) -> Result<bool, String> {
     }
 }
 
+/// A disk ratio as Java's keys take it: a fraction (`0.85`) or, for `diskMaxUsedSpaceRatio`,
+/// a whole percentage (`75`). Either way within 0..=100 %.
+fn parse_ratio(v: &str) -> Result<f64, String> {
+    let x: f64 = v.trim().parse().map_err(|e: std::num::ParseFloatError| e.to_string())?;
+    let ratio = if x > 1.0 { x / 100.0 } else { x };
+    if !(0.0..=1.0).contains(&ratio) {
+        return Err("expected a ratio (0.85) or a percentage (85)".into());
+    }
+    Ok(ratio)
+}
+
 impl BrokerConfig {
     /// Sets one `broker.conf` key. Returns `Ok(false)` for a key Silo does not know (reported,
     /// not fatal, like the Java broker's unknown keys).
@@ -117,6 +132,10 @@ impl BrokerConfig {
             }
             "mappedFileSizeCommitLog" => self.mapped_file_size_commit_log = num(v)? as usize,
             "fileReservedTime" => self.file_reserved_time_hours = num(v)?,
+            "diskMaxUsedSpaceRatio" => self.disk.max_used_ratio = parse_ratio(v)?,
+            "diskSpaceCleanForciblyRatio" => self.disk.clean_forcibly_ratio = parse_ratio(v)?,
+            "diskSpaceWarningLevelRatio" => self.disk.warning_ratio = parse_ratio(v)?,
+            "cleanFileForciblyEnable" => self.disk.clean_forcibly = parse_bool(v)?,
             "autoCreateTopicEnable" => self.auto_create_topic_enable = parse_bool(v)?,
             "autoCreateSubscriptionGroup" => self.auto_create_subscription_group = parse_bool(v)?,
             "defaultTopicQueueNums" => self.default_topic_queue_nums = num(v)? as i32,
@@ -178,6 +197,7 @@ impl BrokerConfig {
         c.enable_lmq = self.enable_lmq;
         c.enable_multi_dispatch = self.enable_multi_dispatch;
         c.file_reserved_time = Duration::from_secs(self.file_reserved_time_hours * 3600);
+        c.disk = self.disk;
         c.clock = self.clock.clone();
         c
     }

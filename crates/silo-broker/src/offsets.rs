@@ -20,6 +20,7 @@ pub struct OffsetsFile {
 
 #[derive(Debug)]
 pub struct OffsetManager {
+    fs: std::sync::Arc<dyn silo_store::fs::Fs>,
     path: PathBuf,
     state: Mutex<OffsetsFile>,
     dirty: AtomicBool,
@@ -30,9 +31,9 @@ fn key(topic: &str, group: &str) -> String {
 }
 
 impl OffsetManager {
-    pub fn load(path: PathBuf) -> Result<Self, silo_store::StoreError> {
-        let state = read_json(&path)?.unwrap_or_default();
-        Ok(Self { path, state: Mutex::new(state), dirty: AtomicBool::new(false) })
+    pub fn load(fs: std::sync::Arc<dyn silo_store::fs::Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
+        let state = read_json(&*fs, &path)?.unwrap_or_default();
+        Ok(Self { fs, path, state: Mutex::new(state), dirty: AtomicBool::new(false) })
     }
 
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
@@ -66,6 +67,7 @@ impl OffsetManager {
             return Ok(());
         }
         let snapshot = self.state.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        write_json_atomic(&self.path, &snapshot)
+        // Written whole or not at all; on failure (a full disk) the next round tries again.
+        write_json_atomic(&*self.fs, &self.path, &snapshot).inspect_err(|_| self.dirty.store(true, Ordering::Release))
     }
 }

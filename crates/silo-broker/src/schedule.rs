@@ -37,7 +37,7 @@ impl Scheduler {
     /// Loads the progress from `config/delayOffset.json`.
     pub fn load(broker: &Broker) -> Result<Self, silo_store::StoreError> {
         let path: PathBuf = broker.config.store_path_root_dir.join("config").join("delayOffset.json");
-        let offsets = read_json(&path)?.unwrap_or_default();
+        let offsets = read_json(&*broker.store.config().fs, &path)?.unwrap_or_default();
         Ok(Self { path, offsets, appender: Appender::new(), props: String::new() })
     }
 
@@ -107,7 +107,7 @@ impl Scheduler {
             }
             offsets.offset_table.insert(level, progress);
         }
-        if changed && let Err(e) = write_json_atomic(&self.path, &*offsets) {
+        if changed && let Err(e) = write_json_atomic(&*broker.store.config().fs, &self.path, &*offsets) {
             tracing::error!(error = %e, "cannot write delay offsets");
         }
         delivered

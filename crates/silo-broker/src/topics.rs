@@ -36,6 +36,7 @@ impl TopicQueues {
 
 #[derive(Debug)]
 pub struct TopicManager {
+    fs: std::sync::Arc<dyn silo_store::fs::Fs>,
     path: PathBuf,
     state: RwLock<TopicsFile>,
 }
@@ -57,8 +58,12 @@ fn now_ms() -> i64 {
 
 impl TopicManager {
     /// Loads `topics.json` and adds the built-in topics.
-    pub fn load(path: PathBuf, config: &crate::config::BrokerConfig) -> Result<Self, silo_store::StoreError> {
-        let mut state: TopicsFile = read_json(&path)?.unwrap_or_default();
+    pub fn load(
+        fs: std::sync::Arc<dyn silo_store::fs::Fs>,
+        path: PathBuf,
+        config: &crate::config::BrokerConfig,
+    ) -> Result<Self, silo_store::StoreError> {
+        let mut state: TopicsFile = read_json(&*fs, &path)?.unwrap_or_default();
         let mut builtin = vec![
             topic_config("SELF_TEST_TOPIC", 1, 1, PERM_READ | PERM_WRITE),
             topic_config(SCHEDULE_TOPIC, 18, 18, PERM_READ | PERM_WRITE),
@@ -73,7 +78,7 @@ impl TopicManager {
         for tc in builtin {
             state.topic_config_table.entry(tc.topic_name.clone()).or_insert(tc);
         }
-        let manager = Self { path, state: RwLock::new(state) };
+        let manager = Self { fs, path, state: RwLock::new(state) };
         manager.persist()?;
         Ok(manager)
     }
@@ -157,6 +162,6 @@ impl TopicManager {
 
     fn persist(&self) -> Result<(), silo_store::StoreError> {
         let snapshot = self.all();
-        write_json_atomic(&self.path, &snapshot)
+        write_json_atomic(&*self.fs, &self.path, &snapshot)
     }
 }

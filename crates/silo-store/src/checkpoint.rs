@@ -3,11 +3,11 @@
 //! consume-queue units are flushed), 16 `indexMsgTimestamp`, 24 `masterFlushedOffset`, 32
 //! `confirmPhyOffset`. Java reads the same fields, so the file is shared with the Java store.
 
-use std::fs::OpenOptions;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::error::{Result, StoreError};
+use crate::fs::Fs;
 
 pub const CHECKPOINT_SIZE: usize = 4096;
 
@@ -57,38 +57,34 @@ impl Checkpoint {
 /// The checkpoint file.
 #[derive(Debug)]
 pub struct CheckpointFile {
+    fs: Arc<dyn Fs>,
     path: PathBuf,
-    file: std::fs::File,
 }
 
 impl CheckpointFile {
     /// Opens or creates the file; returns it with the stored values (zeros for a new file).
-    pub fn open(path: &Path) -> Result<(Self, Checkpoint)> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(StoreError::io("open", path))?;
-        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
-        let mut buf = [0u8; 40];
-        let stored = if len >= 40 {
-            file.read_exact_at(&mut buf, 0).map_err(StoreError::io("read", path))?;
-            Checkpoint::decode(&buf)
+    pub fn open(fs: &Arc<dyn Fs>, path: &Path) -> Result<(Self, Checkpoint)> {
+        let stored = if fs.exists(path) {
+            let mut buf = [0u8; 40];
+            let read = fs.read_at(path, &mut buf, 0).map_err(StoreError::io("read", path))?;
+            let len = fs.file_len(path).map_err(StoreError::io("stat", path))?;
+            if len < CHECKPOINT_SIZE as u64 {
+                fs.extend(path, CHECKPOINT_SIZE as u64).map_err(StoreError::io("size", path))?;
+            }
+            if read == buf.len() { Checkpoint::decode(&buf) } else { Checkpoint::default() }
         } else {
+            fs.write_synced(path, &[0u8; CHECKPOINT_SIZE]).map_err(StoreError::io("create", path))?;
+            if let Some(dir) = path.parent() {
+                fs.sync_dir(dir).map_err(StoreError::io("fsync", dir))?;
+            }
             Checkpoint::default()
         };
-        if len != CHECKPOINT_SIZE as u64 {
-            file.set_len(CHECKPOINT_SIZE as u64).map_err(StoreError::io("size", path))?;
-        }
-        Ok((Self { path: path.to_owned(), file }, stored))
+        Ok((Self { fs: Arc::clone(fs), path: path.to_owned() }, stored))
     }
 
-    /// Writes and fsyncs the values.
+    /// Writes and fsyncs the values (40 bytes in one sector: written whole or not at all).
     pub fn store(&self, cp: &Checkpoint) -> Result<()> {
-        self.file.write_all_at(&cp.encode(), 0).map_err(StoreError::io("write", &self.path))?;
-        self.file.sync_data().map_err(StoreError::io("fsync", &self.path))
+        self.fs.write_at_synced(&self.path, &cp.encode(), 0).map_err(StoreError::io("write", &self.path))
     }
 }
 
@@ -101,7 +97,7 @@ mod tests {
     fn round_trips_and_is_4_kib() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("checkpoint");
-        let (file, cp) = CheckpointFile::open(&path).unwrap();
+        let (file, cp) = CheckpointFile::open(&crate::fs::real(), &path).unwrap();
         assert_eq!(cp, Checkpoint::default());
         let cp = Checkpoint {
             physic_msg_timestamp: 5000,
@@ -111,7 +107,7 @@ mod tests {
         };
         file.store(&cp).unwrap();
         assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
-        assert_eq!(CheckpointFile::open(&path).unwrap().1, cp);
+        assert_eq!(CheckpointFile::open(&crate::fs::real(), &path).unwrap().1, cp);
         assert_eq!(cp.min_timestamp(), 1000);
         assert_eq!(&std::fs::read(&path).unwrap()[..8], &5000i64.to_be_bytes());
     }

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::error::{Result, StoreError};
+use crate::fs::Fs;
 use crate::mapped::{MappedFile, file_name, parse_file_name};
 
 /// How far ahead of the write position pages are faulted in: far more than the fastest disk
@@ -13,6 +14,7 @@ const PREFAULT_WINDOW: usize = 32 << 20;
 
 #[derive(Debug)]
 pub struct CommitLog {
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
     segment_size: usize,
     segments: RwLock<Vec<Arc<MappedFile>>>,
@@ -32,15 +34,14 @@ impl CommitLog {
     /// zero-length last file is deleted (created but never written), and a last file shorter
     /// than a segment (cut off by a crash or a copy) is extended with zeros, which the recovery
     /// walk then treats as the end of the data.
-    pub fn open(dir: &Path, segment_size: usize) -> Result<Self> {
-        std::fs::create_dir_all(dir).map_err(StoreError::io("create", dir))?;
+    pub fn open(fs: &Arc<dyn Fs>, dir: &Path, segment_size: usize) -> Result<Self> {
+        fs.create_dir_all(dir).map_err(StoreError::io("create", dir))?;
         let mut found: Vec<(u64, PathBuf)> = Vec::new();
-        for entry in std::fs::read_dir(dir).map_err(StoreError::io("list", dir))? {
-            let entry = entry.map_err(StoreError::io("list", dir))?;
-            match entry.file_name().to_str().and_then(parse_file_name) {
-                Some(start) => found.push((start, entry.path())),
+        for path in fs.list_dir(dir).map_err(StoreError::io("list", dir))? {
+            match path.file_name().and_then(|n| n.to_str()).and_then(parse_file_name) {
+                Some(start) => found.push((start, path)),
                 None => {
-                    tracing::warn!(path = %entry.path().display(), "ignoring a file that is not a commit-log segment")
+                    tracing::warn!(path = %path.display(), "ignoring a file that is not a commit-log segment")
                 }
             }
         }
@@ -50,11 +51,9 @@ impl CommitLog {
         // is still recognised as the last.
         while let Some((_, path)) = found.last() {
             let mut head = [0u8; 8];
-            let read = std::fs::File::open(path)
-                .and_then(|f| std::os::unix::fs::FileExt::read_at(&f, &mut head, 0))
-                .map_err(StoreError::io("read", path))?;
+            let read = fs.read_at(path, &mut head, 0).map_err(StoreError::io("read", path))?;
             if found.len() > 1 && (read == 0 || head == [0u8; 8]) {
-                std::fs::remove_file(path).map_err(StoreError::io("delete", path))?;
+                fs.remove_file(path).map_err(StoreError::io("delete", path))?;
                 found.pop();
             } else {
                 break;
@@ -64,7 +63,7 @@ impl CommitLog {
         let mut segments = Vec::with_capacity(count);
         for (i, (start, path)) in found.into_iter().enumerate() {
             let last = i + 1 == count;
-            let len = std::fs::metadata(&path).map_err(StoreError::io("stat", &path))?.len();
+            let len = fs.file_len(&path).map_err(StoreError::io("stat", &path))?;
             if start % segment_size as u64 != 0 {
                 return Err(StoreError::Layout {
                     path,
@@ -72,16 +71,14 @@ impl CommitLog {
                 });
             }
             if len == 0 && last {
-                std::fs::remove_file(&path).map_err(StoreError::io("delete", &path))?;
+                fs.remove_file(&path).map_err(StoreError::io("delete", &path))?;
                 continue;
             }
             if len < segment_size as u64 && last {
                 tracing::warn!(path = %path.display(), len, "last commit-log segment is short; extending it with zeros");
-                let f = std::fs::OpenOptions::new().write(true).open(&path).map_err(StoreError::io("open", &path))?;
-                f.set_len(segment_size as u64).map_err(StoreError::io("extend", &path))?;
-                f.sync_all().map_err(StoreError::io("fsync", &path))?;
+                fs.extend(&path, segment_size as u64).map_err(StoreError::io("extend", &path))?;
             }
-            segments.push(Arc::new(MappedFile::open(&path, start, segment_size)?));
+            segments.push(Arc::new(MappedFile::open(fs, &path, start, segment_size)?));
         }
         for pair in segments.windows(2) {
             if let [a, b] = pair
@@ -95,6 +92,7 @@ impl CommitLog {
         }
         let min = segments.first().map_or(0, |s| s.start() as i64);
         Ok(Self {
+            fs: Arc::clone(fs),
             dir: dir.to_owned(),
             segment_size,
             segments: RwLock::new(segments),
@@ -153,7 +151,7 @@ impl CommitLog {
         let prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner()).take();
         let segment = match prepared {
             Some(seg) if seg.start() == next_start => seg,
-            _ => Arc::new(MappedFile::create(&self.dir.join(file_name(next_start)), next_start, self.segment_size)?),
+            _ => Arc::new(self.create_segment(next_start)?),
         };
         self.segments.write().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&segment));
         Ok(segment)
@@ -168,10 +166,18 @@ impl CommitLog {
                 return Ok(());
             }
         }
-        let segment = MappedFile::create(&self.dir.join(file_name(next)), next, self.segment_size)?;
+        let segment = self.create_segment(next)?;
         segment.prefault_ahead(PREFAULT_WINDOW);
         *self.prepared.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(segment));
         Ok(())
+    }
+
+    /// A new segment, its space reserved and its name durable (a record acknowledged after a
+    /// sync must not vanish with a directory entry that power loss forgot).
+    fn create_segment(&self, start: u64) -> Result<MappedFile> {
+        let segment = MappedFile::create(&self.fs, &self.dir.join(file_name(start)), start, self.segment_size)?;
+        self.fs.sync_dir(&self.dir).map_err(StoreError::io("fsync", &self.dir))?;
+        Ok(segment)
     }
 
     /// Keeps the pages ahead of the write position faulted in; returns whether it did work.

@@ -61,6 +61,41 @@ pub struct StoreConfig {
     pub consume_queue_flush_interval: Duration,
     /// Where store timestamps come from.
     pub clock: std::sync::Arc<dyn crate::clock::Clock>,
+    /// The file system the store's files live on ([`crate::fs::RealFs`] unless a test
+    /// simulates one).
+    pub fs: std::sync::Arc<dyn crate::fs::Fs>,
+    /// The disk-space policy (`diskMaxUsedSpaceRatio` and its companions).
+    pub disk: DiskPolicy,
+}
+
+/// When the store cleans early, cleans by force and refuses writes, by the used ratio of the
+/// disk holding the commit log (Java's keys and defaults).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct DiskPolicy {
+    /// `diskMaxUsedSpaceRatio` (75 %): above it, expired segments are deleted at once rather
+    /// than at the next clean time.
+    pub max_used_ratio: f64,
+    /// `diskSpaceCleanForciblyRatio` (85 %): above it, the oldest segments are deleted even
+    /// if they have not expired (while `clean_forcibly` holds).
+    pub clean_forcibly_ratio: f64,
+    /// `cleanFileForciblyEnable` (true).
+    pub clean_forcibly: bool,
+    /// `diskSpaceWarningLevelRatio` (90 %): above it, the store refuses writes.
+    pub warning_ratio: f64,
+    /// How often the ratio is measured.
+    pub check_interval: Duration,
+}
+
+impl Default for DiskPolicy {
+    fn default() -> Self {
+        Self {
+            max_used_ratio: 0.75,
+            clean_forcibly_ratio: 0.85,
+            clean_forcibly: true,
+            warning_ratio: 0.90,
+            check_interval: Duration::from_secs(1),
+        }
+    }
 }
 
 impl StoreConfig {
@@ -81,6 +116,8 @@ impl StoreConfig {
             check_crc_on_recover: true,
             consume_queue_flush_interval: Duration::from_secs(1),
             clock: crate::clock::system(),
+            fs: crate::fs::real(),
+            disk: DiskPolicy::default(),
         }
     }
 

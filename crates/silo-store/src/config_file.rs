@@ -6,13 +6,12 @@
 //! file and the byte offset. Java-written files (fastjson: bare integer keys, pretty-printed)
 //! are accepted.
 
-use std::fs::OpenOptions;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Serialize, de::DeserializeOwned};
 
 use crate::error::{Result, StoreError};
+use crate::fs::Fs;
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path.as_os_str().to_owned();
@@ -21,38 +20,31 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 }
 
 /// Writes `value` to `path` atomically, keeping the previous version as `path.bak`.
-pub fn write_json_atomic<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+pub fn write_json_atomic<T: Serialize>(fs: &dyn Fs, path: &Path, value: &T) -> Result<()> {
     let bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| StoreError::Config { path: path.to_owned(), reason: e.to_string() })?;
-    write_atomic(path, &bytes)
+    write_atomic(fs, path, &bytes)
 }
 
-/// Writes `bytes` to `path` atomically, keeping the previous version as `path.bak`.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(StoreError::io("create", dir))?;
+/// Writes `bytes` to `path` atomically, keeping the previous version as `path.bak`: at every
+/// moment, and after power loss at any point, `path` holds the old or the new content whole
+/// (or, before the first write, nothing), and a reader falls back to `.bak` if it is missing.
+pub fn write_atomic(fs: &dyn Fs, path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    if let Some(dir) = dir {
+        fs.create_dir_all(dir).map_err(StoreError::io("create", dir))?;
     }
     let tmp = with_suffix(path, ".tmp");
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(StoreError::io("create", &tmp))?;
-        f.write_all(bytes).map_err(StoreError::io("write", &tmp))?;
-        f.sync_all().map_err(StoreError::io("fsync", &tmp))?;
-    }
-    if path.exists() {
+    fs.write_synced(&tmp, bytes).map_err(StoreError::io("write", &tmp))?;
+    if fs.exists(path) {
         let bak = with_suffix(path, ".bak");
-        std::fs::copy(path, &bak).map_err(StoreError::io("back up", path))?;
+        let old = fs.read(path).map_err(StoreError::io("read", path))?;
+        fs.write_synced(&bak, &old).map_err(StoreError::io("back up", path))?;
     }
-    std::fs::rename(&tmp, path).map_err(StoreError::io("rename", &tmp))?;
-    if let Some(dir) = path.parent() {
+    fs.rename(&tmp, path).map_err(StoreError::io("rename", &tmp))?;
+    if let Some(dir) = dir {
         // Make the rename itself durable.
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
-        }
+        fs.sync_dir(dir).map_err(StoreError::io("fsync", dir))?;
     }
     Ok(())
 }
@@ -64,9 +56,9 @@ fn parse<T: DeserializeOwned>(path: &Path, bytes: &[u8]) -> Result<T> {
 
 /// Reads `path` (or its `.bak` if the main file is missing or corrupt). `Ok(None)` if neither
 /// exists.
-pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+pub fn read_json<T: DeserializeOwned>(fs: &dyn Fs, path: &Path) -> Result<Option<T>> {
     let bak = with_suffix(path, ".bak");
-    let main = match std::fs::read(path) {
+    let main = match fs.read(path) {
         Ok(bytes) => Some(parse::<T>(path, &bytes)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(StoreError::io("read", path)(e)),
@@ -74,7 +66,7 @@ pub fn read_json<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     match main {
         Some(Ok(value)) => Ok(Some(value)),
         main_err => {
-            let backup = match std::fs::read(&bak) {
+            let backup = match fs.read(&bak) {
                 Ok(bytes) => Some(parse::<T>(&bak, &bytes)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(StoreError::io("read", &bak)(e)),
@@ -103,6 +95,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::fs::RealFs;
 
     #[derive(Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     struct Offsets {
@@ -115,7 +108,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("consumerOffset.json");
         std::fs::write(&path, "{\n\t\"offsetTable\":{\n\t\t\"T@g\":{0:12,1:7\n\t\t}\n\t}\n}").unwrap();
-        let read: Offsets = read_json(&path).unwrap().unwrap();
+        let read: Offsets = read_json(&RealFs, &path).unwrap().unwrap();
         assert_eq!(read.offset_table["T@g"][&1], 7);
     }
 
@@ -125,14 +118,14 @@ mod tests {
         let path = dir.path().join("topics.json");
         let v1 = Offsets { offset_table: BTreeMap::from([("a@g".into(), BTreeMap::from([(0, 1)]))]) };
         let v2 = Offsets { offset_table: BTreeMap::from([("a@g".into(), BTreeMap::from([(0, 2)]))]) };
-        write_json_atomic(&path, &v1).unwrap();
-        write_json_atomic(&path, &v2).unwrap();
-        assert_eq!(read_json::<Offsets>(&path).unwrap().unwrap(), v2);
+        write_json_atomic(&RealFs, &path, &v1).unwrap();
+        write_json_atomic(&RealFs, &path, &v2).unwrap();
+        assert_eq!(read_json::<Offsets>(&RealFs, &path).unwrap().unwrap(), v2);
         std::fs::write(&path, "not json").unwrap();
-        assert_eq!(read_json::<Offsets>(&path).unwrap().unwrap(), v1, "the backup holds the previous version");
+        assert_eq!(read_json::<Offsets>(&RealFs, &path).unwrap().unwrap(), v1, "the backup holds the previous version");
         std::fs::write(with_suffix(&path, ".bak"), "{").unwrap();
-        let err = read_json::<Offsets>(&path).unwrap_err().to_string();
+        let err = read_json::<Offsets>(&RealFs, &path).unwrap_err().to_string();
         assert!(err.contains("topics.json") && err.contains("offset"), "{err}");
-        assert!(read_json::<Offsets>(&dir.path().join("absent.json")).unwrap().is_none());
+        assert!(read_json::<Offsets>(&RealFs, &dir.path().join("absent.json")).unwrap().is_none());
     }
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::error::{Result, StoreError};
+use crate::fs::Fs;
 use crate::mapped::{MappedFile, file_name, parse_file_name};
 
 pub const UNIT_SIZE: usize = 20;
@@ -67,6 +68,7 @@ pub enum LoadOutcome {
 /// One consume queue.
 #[derive(Debug)]
 pub struct ConsumeQueue {
+    fs: Arc<dyn Fs>,
     topic: Box<str>,
     queue_id: i32,
     dir: PathBuf,
@@ -82,12 +84,16 @@ pub struct ConsumeQueue {
     notify: tokio::sync::Notify,
     /// Set by the dispatcher when this queue got units in the current round.
     touched: AtomicBool,
+    /// A file was created since the last flush: its directory entry is synced with the next
+    /// flush, before the units it holds count as durable.
+    names_dirty: AtomicBool,
 }
 
 impl ConsumeQueue {
     /// An in-memory handle; files are created on the first unit.
-    pub fn new(root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
+    pub fn new(fs: &Arc<dyn Fs>, root: &Path, topic: &str, queue_id: i32, file_size: usize) -> Self {
         Self {
+            fs: Arc::clone(fs),
             topic: topic.into(),
             queue_id,
             dir: root.join(topic).join(queue_id.to_string()),
@@ -98,6 +104,7 @@ impl ConsumeQueue {
             max_physical_end: AtomicI64::new(0),
             notify: tokio::sync::Notify::new(),
             touched: AtomicBool::new(false),
+            names_dirty: AtomicBool::new(false),
         }
     }
 
@@ -139,27 +146,25 @@ impl ConsumeQueue {
     /// Loads the queue's files and finds the last valid unit (recovery, before use).
     pub fn load(&self) -> Result<LoadOutcome> {
         let mut names: Vec<(u64, PathBuf)> = Vec::new();
-        let entries = match std::fs::read_dir(&self.dir) {
+        let entries = match self.fs.list_dir(&self.dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LoadOutcome::Clean),
             Err(e) => return Err(StoreError::io("list", &self.dir)(e)),
         };
-        for entry in entries {
-            let entry = entry.map_err(StoreError::io("list", &self.dir))?;
-            let name = entry.file_name();
-            let Some(start) = name.to_str().and_then(parse_file_name) else {
-                tracing::warn!(path = %entry.path().display(), "ignoring a file that is not a consume-queue file");
+        for path in entries {
+            let Some(start) = path.file_name().and_then(|n| n.to_str()).and_then(parse_file_name) else {
+                tracing::warn!(path = %path.display(), "ignoring a file that is not a consume-queue file");
                 continue;
             };
-            names.push((start, entry.path()));
+            names.push((start, path));
         }
         names.sort();
         let mut files = Vec::with_capacity(names.len());
         for (start, path) in names {
-            let len = std::fs::metadata(&path).map_err(StoreError::io("stat", &path))?.len();
+            let len = self.fs.file_len(&path).map_err(StoreError::io("stat", &path))?;
             if len == 0 {
                 // A file created but never written (Java deletes these too).
-                std::fs::remove_file(&path).map_err(StoreError::io("delete", &path))?;
+                self.fs.remove_file(&path).map_err(StoreError::io("delete", &path))?;
                 continue;
             }
             if start % self.file_size as u64 != 0 {
@@ -168,7 +173,7 @@ impl ConsumeQueue {
                     reason: format!("start offset is not a multiple of the file size {}", self.file_size),
                 });
             }
-            let file = MappedFile::open(&path, start, self.file_size)?;
+            let file = MappedFile::open(&self.fs, &path, start, self.file_size)?;
             file.no_readahead();
             files.push(Arc::new(file));
         }
@@ -282,12 +287,15 @@ impl ConsumeQueue {
                 && byte >= last.start()
                 && byte < last.end()
             {
+                // A file opened from disk gets its space before its first new unit.
+                last.reserve()?;
                 return Ok(Arc::clone(last));
             }
         }
         let start = byte - byte % self.file_size as u64;
-        std::fs::create_dir_all(&self.dir).map_err(StoreError::io("create", &self.dir))?;
-        let file = MappedFile::create(&self.dir.join(file_name(start)), start, self.file_size)?;
+        self.fs.create_dir_all(&self.dir).map_err(StoreError::io("create", &self.dir))?;
+        let file = MappedFile::create(&self.fs, &self.dir.join(file_name(start)), start, self.file_size)?;
+        self.names_dirty.store(true, Ordering::Release);
         file.no_readahead();
         let file = Arc::new(file);
         let mut files = self.files.write().unwrap_or_else(|e| e.into_inner());
@@ -419,6 +427,17 @@ impl ConsumeQueue {
     /// Flushes dirty units; returns whether anything was written. Unless `whole`, the page
     /// the dispatcher is filling is left for later ([`MappedFile::flush_completed_pages`]).
     pub fn flush(&self, whole: bool) -> Result<bool> {
+        if self.names_dirty.swap(false, Ordering::AcqRel) {
+            // The queue's directory, and the topic's and the root's above it (both may be
+            // new), so that the files the units are in survive power loss.
+            let dirs = [Some(self.dir.as_path()), self.dir.parent(), self.dir.parent().and_then(Path::parent)];
+            for dir in dirs.into_iter().flatten() {
+                if let Err(e) = self.fs.sync_dir(dir) {
+                    self.names_dirty.store(true, Ordering::Release);
+                    return Err(StoreError::io("fsync", dir)(e));
+                }
+            }
+        }
         let files: Vec<Arc<MappedFile>> = {
             let files = self.files.read().unwrap_or_else(|e| e.into_inner());
             files.iter().filter(|f| f.dirty() > 0).cloned().collect()
@@ -450,13 +469,13 @@ mod tests {
     #[test]
     fn units_roll_over_files_and_reload() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 3, 5 * UNIT_SIZE);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 3, 5 * UNIT_SIZE);
         for i in 0..12 {
             assert!(cq.put(i, unit(i)).unwrap());
         }
         assert!(!cq.put(5, unit(5)).unwrap(), "a re-dispatched unit is a duplicate");
         assert_eq!(cq.get(7), Some(unit(7)));
-        let reloaded = ConsumeQueue::new(dir.path(), "T", 3, 5 * UNIT_SIZE);
+        let reloaded = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 3, 5 * UNIT_SIZE);
         reloaded.load().unwrap();
         assert_eq!((reloaded.min_offset(), reloaded.max_offset()), (0, 12));
         assert_eq!(reloaded.get(11), Some(unit(11)));
@@ -472,7 +491,7 @@ mod tests {
     #[test]
     fn truncation_and_retention() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 4 * UNIT_SIZE);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, 4 * UNIT_SIZE);
         for i in 0..10 {
             cq.put(i, unit(i)).unwrap();
         }
@@ -489,7 +508,7 @@ mod tests {
     #[test]
     fn garbage_after_the_last_valid_unit_is_dropped_on_load() {
         let dir = tempfile::tempdir().unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 8 * UNIT_SIZE);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, 8 * UNIT_SIZE);
         for i in 0..3 {
             cq.put(i, unit(i)).unwrap();
         }
@@ -500,12 +519,12 @@ mod tests {
         bytes[3 * UNIT_SIZE + 8..3 * UNIT_SIZE + 12].copy_from_slice(&(-1i32).to_be_bytes());
         bytes[4 * UNIT_SIZE..5 * UNIT_SIZE].copy_from_slice(&unit(4).encode());
         std::fs::write(&path, &bytes).unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 8 * UNIT_SIZE);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, 8 * UNIT_SIZE);
         assert_eq!(cq.load().unwrap(), LoadOutcome::Damaged, "valid data after the bad unit");
         // A torn tail (nothing valid after it) is cut.
         bytes[4 * UNIT_SIZE..5 * UNIT_SIZE].fill(0);
         std::fs::write(&path, &bytes).unwrap();
-        let cq = ConsumeQueue::new(dir.path(), "T", 0, 8 * UNIT_SIZE);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, 8 * UNIT_SIZE);
         assert_eq!(cq.load().unwrap(), LoadOutcome::Clean);
         assert_eq!(cq.max_offset(), 3);
         assert_eq!(std::fs::read(&path).unwrap()[3 * UNIT_SIZE..], [0u8; 5 * UNIT_SIZE]);

@@ -36,6 +36,16 @@ pub enum StoreError {
     /// Synchronous flush did not complete within the timeout; the message is stored.
     #[error("flush did not complete within {0:?}")]
     FlushTimeout(std::time::Duration),
+    /// The disk has no room for new records: a file could not be created or reserved, or the
+    /// disk's used ratio passed `diskSpaceWarningLevelRatio`. Reads go on; writes are accepted
+    /// again once space returns.
+    #[error("the disk is full: {0}")]
+    DiskFull(String),
+    /// A sync failed, so what it covered may not be on disk, and no later sync can prove it
+    /// is: the store accepts no more writes until it is reopened (recovery then finds what
+    /// really is on disk).
+    #[error("writes are stopped: {0}")]
+    WritesStopped(String),
     /// The store is shutting down or was shut down.
     #[error("the store is shut down")]
     ShutDown,

@@ -47,12 +47,13 @@
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
-use std::fs::{self, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use memmap2::MmapMut;
+use std::sync::Arc;
+
+use crate::fs::{Fs, MapMode, Region};
 
 /// Size of the file header.
 pub const HEADER_SIZE: usize = 40;
@@ -415,22 +416,45 @@ pub fn parse_file_name(name: &str) -> Option<i64> {
     (file_name_for(millis) == name).then_some(millis)
 }
 
+/// An index file's mapping, owned by its [`IndexFile`] alone: reached only through `&self` or
+/// `&mut self` of that file, so Rust's aliasing rules hold for the slices it hands out.
+#[derive(Debug)]
+struct IndexMap(Box<dyn Region>);
+
+impl std::ops::Deref for IndexMap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: the region is valid for `len` bytes for its life (the `Region` contract) and
+        // nothing else writes it (type docs).
+        unsafe { std::slice::from_raw_parts(self.0.as_ptr(), self.0.len()) }
+    }
+}
+
+impl std::ops::DerefMut for IndexMap {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as in `deref`, and `&mut self` makes this the only access.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_ptr(), self.0.len()) }
+    }
+}
+
 /// One mapped index file.
 #[derive(Debug)]
 struct IndexFile {
     path: PathBuf,
     /// The file name, as loaded or created.
     name: String,
-    map: MmapMut,
+    map: IndexMap,
+    /// Whether the file's space is reserved (files created here are; loaded ones are reserved
+    /// before their first new entry).
+    reserved: bool,
     header: IndexHeader,
     /// Written since the last flush.
     dirty: AtomicBool,
 }
 
 impl IndexFile {
-    fn open(path: PathBuf, name: String, layout: &Layout) -> Result<Self, IndexError> {
-        let file = OpenOptions::new().read(true).write(true).open(&path).map_err(io_err("open", &path))?;
-        let len = file.metadata().map_err(io_err("stat", &path))?.len();
+    fn open(fs: &Arc<dyn Fs>, path: PathBuf, name: String, layout: &Layout) -> Result<Self, IndexError> {
+        let len = fs.file_len(&path).map_err(io_err("stat", &path))?;
         if len != layout.size as u64 {
             return Err(IndexError::WrongSize {
                 path,
@@ -440,38 +464,35 @@ impl IndexFile {
                 max_entries: layout.config.max_entries,
             });
         }
-        // SAFETY: the store directory belongs to this process (the store's lock file keeps other
-        // brokers out) and index files are never truncated while mapped; the map is only reached
-        // through `&self`/`&mut self` of this value, so Rust's aliasing rules hold.
-        let map = unsafe { MmapMut::map_mut(&file) }.map_err(io_err("mmap", &path))?;
+        // The store directory belongs to this process (the store's lock file keeps other brokers
+        // out) and index files are never truncated while mapped.
+        let map = IndexMap(fs.map_file(&path, layout.size, MapMode::Open).map_err(io_err("mmap", &path))?);
         no_readahead(&map, &path);
         let Some(header) = map.first_chunk::<HEADER_SIZE>() else {
             return Err(IndexError::OutOfBounds { path, what: "the header", offset: 0 });
         };
         let header = IndexHeader::decode(header).validated(&path, layout)?;
-        Ok(Self { path, name, map, header, dirty: AtomicBool::new(false) })
+        Ok(Self { path, name, map, reserved: false, header, dirty: AtomicBool::new(false) })
     }
 
     /// Creates the file at full (sparse) size with Java's initial header: begin = end = the
     /// previous file's end values when they are positive.
-    fn create(path: PathBuf, name: String, layout: &Layout, prev: Option<&IndexHeader>) -> Result<Self, IndexError> {
-        let file =
-            OpenOptions::new().read(true).write(true).create_new(true).open(&path).map_err(io_err("create", &path))?;
-        let mapped = file.set_len(layout.size as u64).map_err(io_err("size", &path)).and_then(|()| {
-            // SAFETY: as in `open`; the file was just created by this process at full size.
-            unsafe { MmapMut::map_mut(&file) }.map_err(io_err("mmap", &path))
-        });
-        let map = match mapped {
-            Ok(map) => {
-                no_readahead(&map, &path);
-                map
-            }
-            Err(e) => {
-                drop(file);
-                let _ = fs::remove_file(&path);
-                return Err(e);
-            }
-        };
+    fn create(
+        fs: &Arc<dyn Fs>,
+        path: PathBuf,
+        name: String,
+        layout: &Layout,
+        prev: Option<&IndexHeader>,
+    ) -> Result<Self, IndexError> {
+        if fs.exists(&path) {
+            return Err(IndexError::Io { op: "create", path, source: io::ErrorKind::AlreadyExists.into() });
+        }
+        // Created at full size with its space reserved, and its name made durable.
+        let map = IndexMap(fs.map_file(&path, layout.size, MapMode::Create).map_err(io_err("create", &path))?);
+        if let Some(dir) = path.parent() {
+            fs.sync_dir(dir).map_err(io_err("fsync", dir))?;
+        }
+        no_readahead(&map, &path);
         let mut header = IndexHeader { index_count: 1, ..IndexHeader::default() };
         if let Some(prev) = prev {
             if prev.end_phys_offset > 0 {
@@ -483,7 +504,7 @@ impl IndexFile {
                 header.end_timestamp = prev.end_timestamp;
             }
         }
-        let mut file = Self { path, name, map, header, dirty: AtomicBool::new(true) };
+        let mut file = Self { path, name, map, reserved: true, header, dirty: AtomicBool::new(true) };
         file.write_header()?;
         Ok(file)
     }
@@ -592,6 +613,7 @@ struct Query {
 /// The index files of a store (`<store>/index/`), oldest first.
 #[derive(Debug)]
 pub struct IndexService {
+    fs: Arc<dyn Fs>,
     dir: PathBuf,
     layout: Layout,
     files: Vec<IndexFile>,
@@ -603,33 +625,39 @@ impl IndexService {
     /// `indexCount > max_entries`), give an error naming the file. A zero-length newest file is
     /// the leftover of a creation interrupted by a crash and is deleted.
     pub fn open(dir: &Path, config: IndexConfig) -> Result<Self, IndexError> {
+        Self::open_on(&crate::fs::real(), dir, config)
+    }
+
+    /// [`open`](Self::open) on a given file system.
+    pub fn open_on(fs: &Arc<dyn Fs>, dir: &Path, config: IndexConfig) -> Result<Self, IndexError> {
         let layout = config.layout()?;
-        fs::create_dir_all(dir).map_err(io_err("create directory", dir))?;
+        fs.create_dir_all(dir).map_err(io_err("create directory", dir))?;
         let mut names = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_err("list", dir))? {
-            let entry = entry.map_err(io_err("list", dir))?;
-            names.push(entry.file_name());
+        for path in fs.list_dir(dir).map_err(io_err("list", dir))? {
+            if let Some(name) = path.file_name() {
+                names.push(name.to_owned());
+            }
         }
         names.sort();
         let mut files = Vec::with_capacity(names.len());
         let last = names.len().saturating_sub(1);
         for (i, name) in names.into_iter().enumerate() {
             let path = dir.join(&name);
-            let meta = fs::metadata(&path).map_err(io_err("stat", &path))?;
-            if !meta.is_file() {
+            if fs.is_dir(&path) {
                 return Err(IndexError::NotAFile { path });
             }
-            if i == last && meta.len() == 0 {
+            let len = fs.file_len(&path).map_err(io_err("stat", &path))?;
+            if i == last && len == 0 {
                 tracing::warn!(path = %path.display(), "deleting an empty index file left by an interrupted creation");
-                fs::remove_file(&path).map_err(io_err("delete", &path))?;
+                fs.remove_file(&path).map_err(io_err("delete", &path))?;
                 continue;
             }
             let name = name.to_string_lossy().into_owned();
-            let file = IndexFile::open(path, name, &layout)?;
+            let file = IndexFile::open(fs, path, name, &layout)?;
             tracing::debug!(path = %file.path.display(), header = ?file.header, "loaded index file");
             files.push(file);
         }
-        Ok(Self { dir: dir.to_owned(), layout, files })
+        Ok(Self { fs: Arc::clone(fs), dir: dir.to_owned(), layout, files })
     }
 
     /// The directory of the files.
@@ -658,6 +686,10 @@ impl IndexService {
         if let Some(file) = self.files.last_mut()
             && !file.is_full(&layout)
         {
+            if !file.reserved {
+                file.map.0.reserve().map_err(io_err("reserve", &file.path))?;
+                file.reserved = true;
+            }
             return file.put(&layout, key_hash, phys_offset, store_timestamp);
         }
         let mut file = self.create_file(store_timestamp)?;
@@ -719,7 +751,7 @@ impl IndexService {
     pub fn flush(&self) -> Result<(), IndexError> {
         for file in &self.files {
             if file.dirty.swap(false, Ordering::AcqRel)
-                && let Err(source) = file.map.flush()
+                && let Err(source) = file.map.0.sync(0, file.map.0.len())
             {
                 file.dirty.store(true, Ordering::Release);
                 return Err(IndexError::Io { op: "msync", path: file.path.clone(), source });
@@ -737,7 +769,7 @@ impl IndexService {
         for file in &discard {
             tracing::info!(path = %file.path.display(), end = file.header.end_timestamp, timestamp, "discarding index file newer than the checkpoint");
         }
-        destroy_all(discard)
+        destroy_all(&self.fs, discard)
     }
 
     /// Retention: deletes the oldest files whose `endPhyOffset` is below `min_phys_offset`,
@@ -747,7 +779,7 @@ impl IndexService {
         let count =
             self.files.iter().take(candidates).take_while(|f| f.header.end_phys_offset < min_phys_offset).count();
         let expired: Vec<_> = self.files.drain(..count).collect();
-        destroy_all(expired)?;
+        destroy_all(&self.fs, expired)?;
         Ok(count)
     }
 
@@ -780,7 +812,7 @@ impl IndexService {
             let path = self.dir.join(&name);
             let newer = prev.is_none_or(|p| name > p.name);
             if newer {
-                match IndexFile::create(path, name.clone(), &self.layout, prev.map(|p| &p.header)) {
+                match IndexFile::create(&self.fs, path, name.clone(), &self.layout, prev.map(|p| &p.header)) {
                     Ok(file) => {
                         tracing::info!(path = %file.path.display(), "created index file");
                         return Ok(file);
@@ -798,19 +830,19 @@ impl IndexService {
 
 /// Hash slots and entries are touched a few bytes at a time, the slots at random: a fault must
 /// not read (zero-fill, in a sparse file) a whole readahead window around them.
-fn no_readahead(map: &MmapMut, path: &Path) {
-    if let Err(e) = map.advise(memmap2::Advice::Random) {
+fn no_readahead(map: &IndexMap, path: &Path) {
+    if let Err(e) = map.0.advise_random() {
         tracing::debug!(path = %path.display(), error = %e, "cannot turn off readahead");
     }
 }
 
 /// Unmaps and deletes `files`, trying all of them; returns the first error.
-fn destroy_all(files: Vec<IndexFile>) -> Result<(), IndexError> {
+fn destroy_all(fs: &Arc<dyn Fs>, files: Vec<IndexFile>) -> Result<(), IndexError> {
     let mut result = Ok(());
     for file in files {
         let path = file.path;
         drop(file.map);
-        match fs::remove_file(&path) {
+        match fs.remove_file(&path) {
             Ok(()) => tracing::info!(path = %path.display(), "deleted index file"),
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(source) => {

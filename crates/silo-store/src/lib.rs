@@ -16,13 +16,14 @@ pub mod config;
 pub mod config_file;
 pub mod consume_queue;
 pub mod error;
+pub mod fs;
 pub mod index;
 mod mapped;
 pub mod names;
 mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use config::{FlushMode, StoreConfig};
+pub use config::{DiskPolicy, FlushMode, StoreConfig};
 pub use error::{Result, StoreError};
 pub use store::{AppendResult, Appender, MessageToStore};
 pub use store::{GetResult, GetStatus, MessageRef, RecoveryReport, Store, TagFilter};

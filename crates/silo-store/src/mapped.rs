@@ -10,15 +10,14 @@
 //! keeps a valid mapping (the kernel keeps the inode until the last unmap), so a read handle
 //! can never turn into SIGBUS.
 
-use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use memmap2::{MmapOptions, MmapRaw};
-
 use crate::error::{Result, StoreError};
+use crate::fs::{Fs, MapMode, Region, Reservation};
 
-/// Bytes populated per `madvise` call by [`MappedFile::prefault_ahead`].
+/// Bytes populated per call by [`MappedFile::prefault_ahead`].
 const PREFAULT_STEP: usize = 1 << 20;
 
 #[derive(Debug)]
@@ -27,8 +26,10 @@ pub struct MappedFile {
     /// Global offset of the file's first byte (its name).
     start: u64,
     size: usize,
-    file: File,
-    map: MmapRaw,
+    fs: Arc<dyn Fs>,
+    region: Box<dyn Region>,
+    /// `region.as_ptr()`, kept so that the hot path does not ask for it per write.
+    base: *mut u8,
     /// Bytes written and published.
     wrote: AtomicUsize,
     /// Bytes known to be on disk.
@@ -37,7 +38,16 @@ pub struct MappedFile {
     deleted: AtomicBool,
     /// Bytes whose pages are already faulted in writable (see [`MappedFile::prefault_ahead`]).
     populated: AtomicUsize,
+    /// Whether every byte has a block on disk, so that writes cannot fault on a full disk.
+    /// Files created here are; files opened from disk are once [`MappedFile::reserve`] ran.
+    reserved: AtomicBool,
 }
+
+// SAFETY: `base` points into `region`, which is `Send + Sync` and lives as long as `self`;
+// who may write which bytes is the module's protocol (one writer past `wrote`, readers below).
+unsafe impl Send for MappedFile {}
+// SAFETY: as above.
+unsafe impl Sync for MappedFile {}
 
 /// The 20-digit file name of a file starting at `start`.
 pub fn file_name(start: u64) -> String {
@@ -50,54 +60,84 @@ pub fn parse_file_name(name: &str) -> Option<u64> {
 }
 
 impl MappedFile {
-    /// Creates (or reuses an empty leftover of) the file at full size. The file is sparse: its
-    /// blocks are allocated as the writer reaches them.
-    pub fn create(path: &Path, start: u64, size: usize) -> Result<Self> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(StoreError::io("create", path))?;
-        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
-        if len != 0 && len != size as u64 {
-            return Err(StoreError::Layout {
-                path: path.to_owned(),
-                reason: format!("exists with {len} bytes, expected 0 or {size}"),
-            });
+    /// Creates (or reuses an empty leftover of) the file at full size, with its space
+    /// reserved: a full file system fails here, with [`StoreError::DiskFull`], not later with
+    /// SIGBUS in the middle of an append.
+    pub fn create(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize) -> Result<Self> {
+        if fs.exists(path) {
+            let len = fs.file_len(path).map_err(StoreError::io("stat", path))?;
+            if len != 0 && len != size as u64 {
+                return Err(StoreError::Layout {
+                    path: path.to_owned(),
+                    reason: format!("exists with {len} bytes, expected 0 or {size}"),
+                });
+            }
         }
-        file.set_len(size as u64).map_err(StoreError::io("size", path))?;
-        Self::map(path, file, start, size, 0)
+        let region = fs.map_file(path, size, MapMode::Create).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::StorageFull {
+                StoreError::DiskFull(format!("no space for {} ({size} bytes)", path.display()))
+            } else {
+                StoreError::io("create", path)(e)
+            }
+        })?;
+        Ok(Self::new(fs, path, start, size, region, true))
     }
 
-    /// Opens an existing file, which must have exactly `size` bytes. `wrote` is the recovered
-    /// write position.
-    pub fn open(path: &Path, start: u64, size: usize) -> Result<Self> {
-        let file = OpenOptions::new().read(true).write(true).open(path).map_err(StoreError::io("open", path))?;
-        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+    /// Opens an existing file, which must have exactly `size` bytes.
+    pub fn open(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize) -> Result<Self> {
+        let len = fs.file_len(path).map_err(StoreError::io("stat", path))?;
         if len != size as u64 {
             return Err(StoreError::Layout {
                 path: path.to_owned(),
                 reason: format!("has {len} bytes, expected {size}"),
             });
         }
-        Self::map(path, file, start, size, 0)
+        let region = fs.map_file(path, size, MapMode::Open).map_err(StoreError::io("mmap", path))?;
+        Ok(Self::new(fs, path, start, size, region, false))
     }
 
-    fn map(path: &Path, file: File, start: u64, size: usize, wrote: usize) -> Result<Self> {
-        let map = MmapOptions::new().len(size).map_raw(&file).map_err(StoreError::io("mmap", path))?;
-        Ok(Self {
+    fn new(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize, region: Box<dyn Region>, reserved: bool) -> Self {
+        let base = region.as_ptr();
+        Self {
             path: path.to_owned(),
             start,
             size,
-            file,
-            map,
-            wrote: AtomicUsize::new(wrote),
-            flushed: AtomicUsize::new(wrote),
+            fs: Arc::clone(fs),
+            region,
+            base,
+            wrote: AtomicUsize::new(0),
+            flushed: AtomicUsize::new(0),
             deleted: AtomicBool::new(false),
             populated: AtomicUsize::new(0),
-        })
+            reserved: AtomicBool::new(reserved),
+        }
+    }
+
+    /// Whether writes into the file cannot meet a full disk (see [`reserve`](Self::reserve)).
+    pub fn is_reserved(&self) -> bool {
+        self.reserved.load(Ordering::Acquire)
+    }
+
+    /// Reserves the space of a file opened from disk (it may be sparse: Java's files are, and
+    /// Silo's were), before anything writes into it. [`StoreError::DiskFull`] if the file
+    /// system cannot hold it; the caller must not write then.
+    pub fn reserve(&self) -> Result<()> {
+        if self.is_reserved() {
+            return Ok(());
+        }
+        match self.region.reserve() {
+            Ok(Reservation::Reserved) => {}
+            Ok(Reservation::Unsupported) => {
+                tracing::warn!(path = %self.path.display(),
+                    "this file system cannot reserve space: a full disk may stop the broker (SIGBUS)");
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::StorageFull => {
+                return Err(StoreError::DiskFull(format!("no space to reserve {}", self.path.display())));
+            }
+            Err(e) => return Err(StoreError::io("reserve", &self.path)(e)),
+        }
+        self.reserved.store(true, Ordering::Release);
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -133,7 +173,7 @@ impl MappedFile {
     pub fn all_bytes(&self) -> &[u8] {
         // SAFETY: the mapping is `size` bytes long and lives as long as `self`. During recovery
         // nothing writes concurrently; afterwards callers use `readable`.
-        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.size) }
+        unsafe { std::slice::from_raw_parts(self.base, self.size) }
     }
 
     /// Published bytes `[pos, pos + len)`, if they are all below the write position.
@@ -144,7 +184,7 @@ impl MappedFile {
         }
         // SAFETY: `end <= wrote <= size`, so the range is inside the mapping, and bytes below the
         // published write position are never written again (module docs).
-        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+        Some(unsafe { std::slice::from_raw_parts(self.base.add(pos), len) })
     }
 
     /// Published bytes from `pos` to the write position.
@@ -166,22 +206,10 @@ impl MappedFile {
             assert!(end <= self.size, "write past the end of {}", self.path.display());
             // SAFETY: `at..end` is inside the mapping (asserted), unobserved by readers (caller
             // contract), and `part` cannot overlap it: it is not published memory of this map.
-            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), self.map.as_mut_ptr().add(at), part.len()) };
+            unsafe { std::ptr::copy_nonoverlapping(part.as_ptr(), self.base.add(at), part.len()) };
             at = end;
         }
         at.saturating_sub(pos)
-    }
-
-    /// Mutable access to unpublished bytes `[pos, pos + len)`.
-    ///
-    /// # Safety
-    /// As for [`write_at`](Self::write_at); the returned slice must not outlive the writer's lock.
-    #[allow(clippy::mut_from_ref)]
-    pub unsafe fn unpublished_mut(&self, pos: usize, len: usize) -> &mut [u8] {
-        let end = pos.saturating_add(len);
-        assert!(end <= self.size, "write past the end of {}", self.path.display());
-        // SAFETY: inside the mapping (asserted); exclusive per the caller contract.
-        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr().add(pos), len) }
     }
 
     /// Publishes the write position (after the bytes below it were written).
@@ -214,7 +242,7 @@ impl MappedFile {
     fn flush_to(&self, to: usize) -> Result<usize> {
         let flushed = self.flushed();
         if to > flushed {
-            self.map.flush_range(flushed, to - flushed).map_err(StoreError::io("msync", &self.path))?;
+            self.region.sync(flushed, to - flushed).map_err(StoreError::io("msync", &self.path))?;
             self.flushed.fetch_max(to, Ordering::AcqRel);
         }
         Ok(self.flushed())
@@ -225,27 +253,14 @@ impl MappedFile {
         self.wrote().saturating_sub(self.flushed())
     }
 
-    /// Recovery repair: makes `[from, size)` read as zeros (punching a hole where the file system
-    /// supports it), so that bytes of a torn or abandoned tail can never be mistaken for records
+    /// Recovery repair: makes `[from, size)` read as zeros, durably and with the space kept
+    /// reserved, so that bytes of a torn or abandoned tail can never be mistaken for records
     /// after the writer has overwritten a prefix of them.
     pub fn zero_tail(&self, from: usize) -> Result<()> {
         if from >= self.size {
             return Ok(());
         }
-        let len = (self.size - from) as u64;
-        let punched = rustix::fs::fallocate(
-            &self.file,
-            rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE,
-            from as u64,
-            len,
-        );
-        if punched.is_err() {
-            // No hole punching here: write zeros through the mapping instead.
-            // SAFETY: recovery runs before any reader or writer exists.
-            unsafe { self.unpublished_mut(from, self.size - from) }.fill(0);
-        }
-        self.map.flush_range(from, self.size - from).map_err(StoreError::io("msync", &self.path))?;
-        Ok(())
+        self.region.zero_from(from).map_err(StoreError::io("zero", &self.path))
     }
 
     /// Turns off readahead for this mapping. A write fault on a file page that is not cached
@@ -254,7 +269,7 @@ impl MappedFile {
     /// topic's first message by as much. Files written and read a few bytes at a time (consume
     /// queues, the index) do not need it.
     pub fn no_readahead(&self) {
-        if let Err(e) = self.map.advise(memmap2::Advice::Random) {
+        if let Err(e) = self.region.advise_random() {
             tracing::debug!(path = %self.path.display(), error = %e, "cannot turn off readahead");
         }
     }
@@ -262,9 +277,13 @@ impl MappedFile {
     /// Faults in, writable, the pages up to `window` bytes past the write position, so that the
     /// writer does not take a page fault (and the kernel's page zeroing) per new page on its
     /// critical path. Populating only fills page tables, it never changes the file's bytes, so
-    /// it is safe while the writer writes. Returns whether anything was done.
+    /// it is safe while the writer writes. Never on a file whose space is not reserved: on a
+    /// full disk that would fault. Returns whether anything was done.
     pub fn prefault_ahead(&self, window: usize) -> bool {
         const PAGE: usize = 4096;
+        if !self.is_reserved() {
+            return false;
+        }
         let target = self.wrote().saturating_add(window).min(self.size);
         let from = self.populated.load(Ordering::Acquire).max(self.wrote() / PAGE * PAGE);
         if target <= from {
@@ -277,7 +296,7 @@ impl MappedFile {
         let mut at = from;
         while at < target {
             let len = (target - at).min(PREFAULT_STEP);
-            if let Err(e) = self.map.advise_range(memmap2::Advice::PopulateWrite, at, len) {
+            if let Err(e) = self.region.populate_write(at, len) {
                 // Kernels before 5.14 lack MADV_POPULATE_WRITE: the writer faults as usual.
                 tracing::debug!(error = %e, "cannot prefault a mapped file");
                 self.populated.store(self.size, Ordering::Release);
@@ -292,13 +311,13 @@ impl MappedFile {
     /// Marks the file deleted and unlinks it. Readers holding it keep their mapping.
     pub fn delete(&self) -> Result<()> {
         if !self.deleted.swap(true, Ordering::AcqRel) {
-            std::fs::remove_file(&self.path).map_err(StoreError::io("delete", &self.path))?;
+            self.fs.remove_file(&self.path).map_err(StoreError::io("delete", &self.path))?;
         }
         Ok(())
     }
 
     /// Last modification time of the file, for retention.
     pub fn modified(&self) -> Option<std::time::SystemTime> {
-        self.file.metadata().ok()?.modified().ok()
+        self.fs.modified(&self.path)
     }
 }

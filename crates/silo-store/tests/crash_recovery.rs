@@ -264,6 +264,8 @@ fn a_config_file_that_is_not_json_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("topics.json");
     std::fs::write(&path, b"\x00\x01 definitely not json").unwrap();
-    let err = silo_store::config_file::read_json::<serde_json::Value>(&path).unwrap_err().to_string();
+    let err = silo_store::config_file::read_json::<serde_json::Value>(&silo_store::fs::RealFs, &path)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("topics.json"), "{err}");
 }

@@ -51,7 +51,7 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
                 rs::MESSAGE_ILLEGAL
             }
             StoreError::FlushTimeout(_) => rs::FLUSH_DISK_TIMEOUT,
-            StoreError::ShutDown => rs::SERVICE_NOT_AVAILABLE,
+            StoreError::ShutDown | StoreError::DiskFull(_) | StoreError::WritesStopped(_) => rs::SERVICE_NOT_AVAILABLE,
             _ => rs::SYSTEM_ERROR,
         },
     };

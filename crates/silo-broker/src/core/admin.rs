@@ -62,7 +62,7 @@ impl Broker {
         self.topics.get(topic).ok_or_else(|| BrokerError::NoTopicHere(topic.to_owned()))
     }
 
-    /// The figures GET_BROKER_RUNTIME_INFO reports, by Java's names.
+    /// The figures GET_BROKER_RUNTIME_INFO reports, by Java's names and in Java's formats.
     pub fn runtime_info(&self) -> BTreeMap<String, String> {
         let (min, max) = self.store.commit_log_range();
         let put = self.stats.put_messages.load(std::sync::atomic::Ordering::Relaxed);
@@ -83,7 +83,8 @@ impl Broker {
             ("commitLogMinOffset", min.to_string()),
             ("commitLogMaxOffset", max.to_string()),
             ("dispatchBehindBytes", self.store.dispatch_behind().to_string()),
-            ("commitLogDiskRatio", "0.0".into()),
+            ("commitLogDiskRatio", java_double(self.store.commit_log_disk_ratio())),
+            ("consumeQueueDiskRatio", java_double(self.store.consume_queue_disk_ratio())),
             ("pageCacheLockTimeMills", "0".into()),
             ("earliestMessageTimeStamp", "0".into()),
             ("bootTimestamp", boot.to_string()),
@@ -185,4 +186,10 @@ impl Broker {
         }
         Ok(found)
     }
+}
+
+/// A double as Java's `String.valueOf` writes it: the shortest form that reads back, with at
+/// least one decimal (`0.0`, `0.375`).
+fn java_double(v: f64) -> String {
+    if v.is_finite() && v.fract() == 0.0 { format!("{v:.1}") } else { format!("{v}") }
 }

@@ -20,6 +20,7 @@ use silo_wire::checksum::body_crc;
 use silo_wire::properties::{MAX_PROPERTIES_LEN, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, PropertiesView, keys};
 use silo_wire::record::{BLANK_LEN, MessageVersion, encode_blank, offsets, store_timestamp_offset, sys_flag};
 
+use super::gate::WriteGate;
 use super::workers::Workers;
 use crate::commit_log::CommitLog;
 use crate::config::StoreConfig;
@@ -342,6 +343,26 @@ fn patch_i32(buf: &mut [u8], at: usize, v: i32) {
 pub(crate) struct Writer {
     pub(crate) commit_log: CommitLog,
     pub(crate) state: Mutex<AppendState>,
+    /// Whether appends are accepted (full disk, failed sync).
+    pub(crate) gate: WriteGate,
+}
+
+impl Writer {
+    /// Notes a full disk met while making room, for the gate's log and status.
+    fn room<T>(&self, made: Result<T>) -> Result<T> {
+        match made {
+            Ok(v) => {
+                self.gate.found_space();
+                Ok(v)
+            }
+            Err(e) => {
+                if matches!(e, StoreError::DiskFull(_)) {
+                    self.gate.met_full_disk(&e);
+                }
+                Err(e)
+            }
+        }
+    }
 }
 
 /// What an append reads besides the writer: the config, and the threads it wakes.
@@ -364,6 +385,7 @@ impl AppendContext<'_> {
         if self.workers.is_shut_down() {
             return Err(StoreError::ShutDown);
         }
+        self.writer.gate.check()?;
         let state = &mut *state;
         let now = self.config.clock.now_ms().max(state.last_store_timestamp);
         // Prepared and rolled-back transaction records are never dispatched, so they take no
@@ -410,18 +432,24 @@ impl AppendContext<'_> {
             let segment = match &state.current {
                 Some(seg) if !seg.is_full() => seg.clone(),
                 Some(seg) => {
-                    let next = self.writer.commit_log.roll(seg.end())?;
+                    let next = self.writer.room(self.writer.commit_log.roll(seg.end()))?;
                     self.workers.request_allocation();
                     state.current = Some(next.clone());
                     next
                 }
                 None => {
-                    let next = self.writer.commit_log.roll(self.writer.commit_log.max_offset().max(0) as u64)?;
+                    let next = self
+                        .writer
+                        .room(self.writer.commit_log.roll(self.writer.commit_log.max_offset().max(0) as u64))?;
                     self.workers.request_allocation();
                     state.current = Some(next.clone());
                     next
                 }
             };
+            if !segment.is_reserved() {
+                // A segment opened from disk (it may be sparse) gets its space before a write.
+                self.writer.room(segment.reserve())?;
+            }
             let pos = segment.wrote();
             if pos + sizes_total + BLANK_LEN <= segment.size() {
                 break segment;

@@ -23,6 +23,11 @@ impl Inner {
             if self.dispatched_offset() < target {
                 self.dispatch_with(target, &mut touched);
                 idle_rounds = 0;
+                if self.dispatch_stalled.load(Ordering::Acquire) && !self.is_shut_down() {
+                    // A queue file could not be written (a full disk): retry soon, not in a
+                    // busy loop. Nothing past the stalled record is dispatched meanwhile.
+                    std::thread::park_timeout(Duration::from_millis(50));
+                }
                 continue;
             }
             if self.is_shut_down() {
@@ -61,6 +66,7 @@ impl Inner {
         let mut at = self.dispatched_offset();
         let mut index = self.index.as_ref().map(|i| i.lock().unwrap_or_else(|e| e.into_inner()));
         let mut last_ts = None;
+        let mut stalled = false;
         while at < target {
             let Some(segment) = self.writer.commit_log.segment_for(at) else {
                 // The segment holding `at` was deleted by retention: skip to the oldest one.
@@ -85,8 +91,18 @@ impl Inner {
                 match decode_record(bytes.get(off..).unwrap_or_default(), 0) {
                     Ok(Decoded::Record(rec)) => {
                         let phys = at + off as i64;
-                        if self.dispatch_record(&rec, phys, touched, index.as_deref_mut(), None) {
-                            records += 1;
+                        match self.dispatch_record(&rec, phys, touched, index.as_deref_mut(), None) {
+                            Ok(added) => records += u64::from(added),
+                            Err(e) => {
+                                // Stop before this record; it is dispatched again (units already
+                                // written are recognised) once its queue can be written.
+                                if !self.dispatch_stalled.swap(true, Ordering::AcqRel) {
+                                    tracing::error!(offset = phys, error = %e,
+                                        "dispatch stalled: a consume queue cannot be written; new messages are not visible until it can");
+                                }
+                                stalled = true;
+                                break;
+                            }
                         }
                         last_ts = Some(rec.meta.store_timestamp);
                         off += rec.total_size;
@@ -104,6 +120,12 @@ impl Inner {
             }
             at += off as i64;
             self.dispatched.store(at, Ordering::Release);
+            if stalled {
+                break;
+            }
+        }
+        if !stalled && self.dispatch_stalled.swap(false, Ordering::AcqRel) {
+            tracing::warn!("dispatch resumed");
         }
         drop(index);
         if let Some(ts) = last_ts {
@@ -128,8 +150,12 @@ impl Inner {
                 match decode_record(bytes.get(pos..).unwrap_or_default(), 0) {
                     Ok(Decoded::Record(rec)) => {
                         let phys = segment.start() as i64 + pos as i64;
-                        if self.dispatch_record(&rec, phys, &mut touched, None, Some(queues)) {
-                            records += 1;
+                        match self.dispatch_record(&rec, phys, &mut touched, None, Some(queues)) {
+                            Ok(added) => records += u64::from(added),
+                            Err(e) => {
+                                tracing::error!(offset = phys, error = %e, "rebuilding a consume queue failed");
+                                return records;
+                            }
                         }
                         pos += rec.total_size;
                     }
@@ -147,7 +173,7 @@ impl Inner {
         touched: &mut Vec<Arc<ConsumeQueue>>,
         index: Option<&mut crate::index::IndexService>,
         only: Option<&[Arc<ConsumeQueue>]>,
-    ) -> bool {
+    ) -> crate::error::Result<bool> {
         let mut added = false;
         let tx = rec.meta.sys_flag & sys_flag::TRANSACTION_MASK;
         let size = rec.total_size as i32;
@@ -161,9 +187,9 @@ impl Inner {
                 _ => tags_code,
             };
             let unit = Unit { commit_log_offset: phys, size, tags_code: queue_tags_code };
-            added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched, only);
+            added = self.put_unit(rec.topic, rec.meta.queue_id, rec.meta.queue_offset, unit, touched, only)?;
             if self.config.enable_multi_dispatch && self.config.enable_lmq && topic_allows_lmq(rec.topic) {
-                added |= self.dispatch_lmq(&props, Unit { tags_code, ..unit }, touched, only);
+                added |= self.dispatch_lmq(&props, Unit { tags_code, ..unit }, touched, only)?;
             }
         }
         if let Some(index) = index
@@ -171,11 +197,24 @@ impl Inner {
             && phys >= self.index_covered.load(Ordering::Acquire)
         {
             let ts = rec.meta.store_timestamp;
+            let failing = &self.index_failing;
             let mut put = |key: &str| {
-                if !key.is_empty()
-                    && let Err(e) = index.put(rec.topic, key, phys, ts)
-                {
-                    tracing::error!(error = %e, "index write failed");
+                if key.is_empty() {
+                    return;
+                }
+                // The index only finds messages by key; a failure to write it (a full disk) is
+                // logged once and does not hold up consumption.
+                match index.put(rec.topic, key, phys, ts) {
+                    Ok(()) => {
+                        if failing.load(Ordering::Relaxed) && failing.swap(false, Ordering::AcqRel) {
+                            tracing::warn!("index writes resumed");
+                        }
+                    }
+                    Err(e) => {
+                        if !failing.swap(true, Ordering::AcqRel) {
+                            tracing::error!(error = %e, "index write failed; messages are not found by key until it can be written");
+                        }
+                    }
                 }
             };
             if let Some(uniq) = props.uniq_key {
@@ -185,7 +224,7 @@ impl Inner {
                 keys.split(' ').for_each(&mut put);
             }
         }
-        added
+        Ok(added)
     }
 
     /// LMQ units (docs/store-format.md §7.3). Both lists are split keeping empty elements, so mixed lists
@@ -197,24 +236,26 @@ impl Inner {
         unit: Unit,
         touched: &mut Vec<Arc<ConsumeQueue>>,
         only: Option<&[Arc<ConsumeQueue>]>,
-    ) -> bool {
+    ) -> crate::error::Result<bool> {
         let (Some(names), Some(offsets)) = (props.multi_dispatch, props.multi_queue_offset) else {
-            return false;
+            return Ok(false);
         };
         if names.split(',').count() != offsets.split(',').count() {
             tracing::error!(names, offsets, "LMQ lists of different lengths; not dispatched");
-            return false;
+            return Ok(false);
         }
         let mut added = false;
         for (name, offset) in names.split(',').zip(offsets.split(',')) {
             let Ok(offset) = offset.parse::<i64>() else { continue };
             if is_lmq(name) && is_valid_topic(name) {
-                added |= self.put_unit(name, 0, offset, unit, touched, only);
+                added |= self.put_unit(name, 0, offset, unit, touched, only)?;
             }
         }
-        added
+        Ok(added)
     }
 
+    /// Writes one unit. `Err` only when the queue's file cannot be written (the dispatcher
+    /// stalls on it rather than skip the unit).
     fn put_unit(
         &self,
         topic: &str,
@@ -223,30 +264,22 @@ impl Inner {
         unit: Unit,
         touched: &mut Vec<Arc<ConsumeQueue>>,
         only: Option<&[Arc<ConsumeQueue>]>,
-    ) -> bool {
+    ) -> crate::error::Result<bool> {
         // A rebuild writes only into the queues it rebuilds.
         if let Some(only) = only
             && !only.iter().any(|q| q.topic() == topic && q.queue_id() == queue_id)
         {
-            return false;
+            return Ok(false);
         }
         let Some(cq) = self.queue(topic, queue_id) else {
             tracing::error!(topic, queue_id, "record for an invalid queue; not dispatched");
-            return false;
+            return Ok(false);
         };
-        match cq.put(offset, unit) {
-            Ok(true) => {
-                if cq.mark_touched() {
-                    touched.push(cq);
-                }
-                true
-            }
-            Ok(false) => false,
-            Err(e) => {
-                tracing::error!(topic, queue_id, offset, error = %e, "consume-queue write failed");
-                false
-            }
+        let added = cq.put(offset, unit)?;
+        if added && cq.mark_touched() {
+            touched.push(cq);
         }
+        Ok(added)
     }
 }
 

@@ -35,6 +35,9 @@ impl Inner {
             t.unpark();
         }
         while self.writer.commit_log.flushed_offset() < end_offset {
+            if let Some(why) = self.writer.gate.stopped() {
+                return Err(StoreError::WritesStopped(why.to_owned()));
+            }
             let now = Instant::now();
             if now >= deadline {
                 return Err(StoreError::FlushTimeout(timeout));
@@ -50,7 +53,8 @@ impl Inner {
     pub(super) fn flush_commit_log(&self, whole: bool) -> Result<i64> {
         // Read the timestamp first: it then belongs to a record at or before the flushed end.
         let ts = self.writer.state.lock().unwrap_or_else(|e| e.into_inner()).last_store_timestamp;
-        let flushed = self.writer.commit_log.flush(whole)?;
+        self.refuse_if_stopped()?;
+        let flushed = self.writer.commit_log.flush(whole).map_err(|e| self.sync_failed(e))?;
         self.flush_rounds.fetch_add(1, Ordering::Relaxed);
         if whole {
             let mut cp = self.checkpoint.lock().unwrap_or_else(|e| e.into_inner());
@@ -65,14 +69,32 @@ impl Inner {
     /// Flushes the consume queues (all of them when `whole`, else up to the pages the
     /// dispatcher is filling); a whole flush also flushes the index and moves the checkpoint.
     pub(super) fn flush_queues_and_checkpoint(&self, whole: bool) -> Result<()> {
+        self.refuse_if_stopped()?;
         let ts = self.last_dispatched_timestamp.load(Ordering::Acquire);
         for q in self.all_queues() {
-            q.flush(whole)?;
+            q.flush(whole).map_err(|e| self.sync_failed(e))?;
         }
         if !whole {
             return Ok(());
         }
-        self.flush_index_and_checkpoint(ts)
+        self.flush_index_and_checkpoint(ts).map_err(|e| self.sync_failed(e))
+    }
+
+    fn refuse_if_stopped(&self) -> Result<()> {
+        match self.writer.gate.stopped() {
+            Some(why) => Err(StoreError::WritesStopped(why.to_owned())),
+            None => Ok(()),
+        }
+    }
+
+    /// A sync failed (docs/store-format.md §8): nothing it covered may count as durable, now
+    /// or after a retry, so writes stop for good and every durability waiter is told.
+    fn sync_failed(&self, error: StoreError) -> StoreError {
+        self.writer.gate.stop(error.to_string());
+        let _guard = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
+        self.flush_done.notify_all();
+        self.flushed_watch.send_modify(|_| {});
+        StoreError::WritesStopped(error.to_string())
     }
 
     /// Flushes the index and stores the checkpoint (the consume queues are flushed whole up
@@ -108,6 +130,7 @@ impl Inner {
         let mut dispatched_before = self.dispatched.load(Ordering::Acquire);
         let mut last_thorough = Instant::now();
         let mut last_clean = Instant::now();
+        let mut last_disk_check = Instant::now();
         loop {
             let shutting_down = self.is_shut_down();
             match self.config.flush {
@@ -120,10 +143,8 @@ impl Inner {
                         drop(req);
                     }
                     // Everything appended so far is flushed by this one sync: group commit.
-                    if self.writer.commit_log.dirty_bytes() > 0
-                        && let Err(e) = self.flush_commit_log(true)
-                    {
-                        tracing::error!(error = %e, "commit-log flush failed");
+                    if self.writer.commit_log.dirty_bytes() > 0 && self.flush_commit_log(true).is_err() {
+                        // Logged once by the write gate; waiters were told.
                         std::thread::sleep(Duration::from_millis(100));
                     }
                 }
@@ -143,9 +164,8 @@ impl Inner {
                         // so that the checkpoint (which only a whole flush moves) stays recent.
                         let overdue = last_whole_log_flush.elapsed() >= thorough_interval.saturating_mul(6);
                         let whole = requested || !writing || overdue;
-                        if let Err(e) = self.flush_commit_log(whole) {
-                            tracing::error!(error = %e, "commit-log flush failed");
-                        }
+                        // A failure is logged once by the write gate.
+                        let _ = self.flush_commit_log(whole);
                         if thorough {
                             last_thorough = Instant::now();
                         }
@@ -167,13 +187,18 @@ impl Inner {
                     }
                     FlushMode::Sync { .. } => true,
                 };
-                if let Err(e) = self.flush_queues_and_checkpoint(thorough) {
-                    tracing::error!(error = %e, "consume-queue flush failed");
-                }
+                // A failure is logged once by the write gate.
+                let _ = self.flush_queues_and_checkpoint(thorough);
                 last_queue_flush = Instant::now();
                 if thorough {
                     last_whole_queue_flush = last_queue_flush;
                 }
+            }
+            if last_disk_check.elapsed() >= self.config.disk.check_interval {
+                if let Err(e) = self.check_disk_space(SystemTime::now()) {
+                    tracing::error!(error = %e, "disk-space policy failed");
+                }
+                last_disk_check = Instant::now();
             }
             if last_clean.elapsed() >= self.config.clean_interval {
                 if let Err(e) = self.delete_expired_files(SystemTime::now()) {

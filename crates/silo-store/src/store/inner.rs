@@ -32,6 +32,10 @@ pub(crate) struct Inner {
     pub(crate) queues: RwLock<QueueTable>,
     /// Commit-log offset up to which records are dispatched into consume queues.
     pub(crate) dispatched: AtomicI64,
+    /// Set while the dispatcher cannot write a consume queue (and so stops before a record).
+    pub(crate) dispatch_stalled: std::sync::atomic::AtomicBool,
+    /// Set while index writes fail (logged once).
+    pub(crate) index_failing: std::sync::atomic::AtomicBool,
     /// Woken after every dispatch round that moved `dispatched`.
     pub(crate) dispatch_progress: tokio::sync::Notify,
     /// Store timestamp of the last dispatched record.
@@ -46,11 +50,14 @@ pub(crate) struct Inner {
     pub(crate) flushed_watch: tokio::sync::watch::Sender<i64>,
     /// msync rounds of the commit log (group commit makes this far smaller than the appends).
     pub(crate) flush_rounds: std::sync::atomic::AtomicU64,
+    /// The used ratio of the disk holding the commit log (f64 bits), as last measured.
+    pub(crate) disk_ratio: std::sync::atomic::AtomicU64,
+    /// The same for the consume queues' directory.
+    pub(crate) consume_queue_disk_ratio: std::sync::atomic::AtomicU64,
     /// The background threads and how to wake them (`workers.rs`).
     pub(crate) workers: Workers,
-    /// The open `lock` file, held (fcntl lock) for the life of the store.
-    pub(crate) _lock: std::fs::File,
-    pub(crate) _root_guard: super::root_guard::RootGuard,
+    /// The store directory, held for this store alone for its life.
+    pub(crate) _lock: Box<dyn crate::fs::StoreLock>,
 }
 
 impl Inner {
@@ -97,6 +104,7 @@ impl Inner {
         let slot = slots.get_mut(index)?;
         Some(Arc::clone(slot.get_or_insert_with(|| {
             Arc::new(ConsumeQueue::new(
+                &self.config.fs,
                 &self.config.consume_queue_dir(),
                 topic,
                 queue_id,

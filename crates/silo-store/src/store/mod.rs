@@ -7,11 +7,12 @@
 //! | `dispatch.rs` | the dispatcher: consume-queue units, LMQ units and index entries |
 //! | `read.rs` | reads: queue reads, records by offset, statuses |
 //! | `flush.rs` | group commit, the durability wait, the flusher thread |
+//! | `gate.rs` | whether appends are accepted: a full disk, a failed sync |
+//! | `space.rs` | the disk-space policy: early and forced cleaning, refusing when full |
 //! | `segments.rs` | the segment allocator thread and retention |
 //! | `recovery.rs` | loading queues, cutting the log's torn tail, re-dispatch |
 //! | `inner.rs` | the state the parts share: writer, queues, index, flush state, workers |
 //! | `workers.rs` | the background threads: shutdown, and how to wake each |
-//! | `root_guard.rs` | one open store per directory in the process |
 //!
 //! The append path owns its part (`Writer`: the commit log and the critical section's state)
 //! and sees the rest only through `AppendContext`; the other parts add methods to `Inner` in
@@ -20,17 +21,16 @@
 mod append;
 mod dispatch;
 mod flush;
+mod gate;
 mod inner;
 mod read;
 mod recovery;
-mod root_guard;
 mod segments;
+mod space;
 mod workers;
 
 use std::collections::HashMap;
-use std::fs::OpenOptions;
-use std::io::Write;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime};
@@ -40,7 +40,6 @@ use self::append::{AppendState, Writer, append_batch, append_one};
 use self::inner::{FlushRequests, Inner};
 pub use self::read::{GetResult, GetStatus, MessageRef, TagFilter};
 pub use self::recovery::RecoveryReport;
-use self::root_guard::RootGuard;
 use self::workers::Workers;
 use crate::checkpoint::CheckpointFile;
 use crate::commit_log::CommitLog;
@@ -66,32 +65,28 @@ impl Store {
     pub fn open_with_report(config: StoreConfig) -> Result<(Self, RecoveryReport)> {
         let started = Instant::now();
         let root = config.root.clone();
-        std::fs::create_dir_all(&root).map_err(StoreError::io("create", &root))?;
-        let root_guard = RootGuard::acquire(&root)?;
-        let lock_path = root.join("lock");
-        let lock = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&lock_path)
-            .map_err(StoreError::io("open", &lock_path))?;
-        rustix::fs::fcntl_lock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-            .map_err(|_| StoreError::Locked(root.clone()))?;
+        let fs = Arc::clone(&config.fs);
+        fs.create_dir_all(&root).map_err(StoreError::io("create", &root))?;
+        let lock = fs.lock_store(&root).map_err(|e| match e.kind() {
+            std::io::ErrorKind::WouldBlock => StoreError::Locked(root.clone()),
+            _ => StoreError::io("lock", &root)(e),
+        })?;
         let abort_path = root.join("abort");
-        let abnormal = abort_path.exists();
+        let abnormal = fs.exists(&abort_path);
 
-        let commit_log = CommitLog::open(&config.commit_log_dir(), config.commit_log_segment_size)?;
-        let (checkpoint_file, checkpoint) = CheckpointFile::open(&root.join("checkpoint"))?;
+        let commit_log = CommitLog::open(&fs, &config.commit_log_dir(), config.commit_log_segment_size)?;
+        let (checkpoint_file, checkpoint) = CheckpointFile::open(&fs, &root.join("checkpoint"))?;
         let index = match &config.index {
-            Some(ic) => Some(Mutex::new(IndexService::open(&config.index_dir(), *ic)?)),
+            Some(ic) => Some(Mutex::new(IndexService::open_on(&fs, &config.index_dir(), *ic)?)),
             None => None,
         };
         let (flushed_watch, _) = tokio::sync::watch::channel(0i64);
         let inner = Arc::new(Inner {
-            writer: Writer { commit_log, state: Mutex::new(AppendState::default()) },
+            writer: Writer { commit_log, state: Mutex::new(AppendState::default()), gate: Default::default() },
             queues: RwLock::new(HashMap::new()),
             dispatched: AtomicI64::new(0),
+            dispatch_stalled: Default::default(),
+            index_failing: Default::default(),
             dispatch_progress: tokio::sync::Notify::new(),
             last_dispatched_timestamp: AtomicI64::new(checkpoint.logics_msg_timestamp),
             index,
@@ -102,18 +97,21 @@ impl Store {
             flush_done: Condvar::new(),
             flushed_watch,
             flush_rounds: std::sync::atomic::AtomicU64::new(0),
+            disk_ratio: AtomicU64::new(0),
+            consume_queue_disk_ratio: AtomicU64::new(0),
             workers: Workers::default(),
             _lock: lock,
-            _root_guard: root_guard,
             config,
         });
         let mut report = inner.recover(abnormal, checkpoint)?;
 
         // Mark the store as running: a crash from here on leaves `abort` behind.
-        let mut abort = std::fs::File::create(&abort_path).map_err(StoreError::io("create", &abort_path))?;
-        let _ = write!(abort, "{}", std::process::id());
-        abort.sync_all().map_err(StoreError::io("fsync", &abort_path))?;
+        fs.write_synced(&abort_path, std::process::id().to_string().as_bytes())
+            .map_err(StoreError::io("create", &abort_path))?;
+        fs.sync_dir(&root).map_err(StoreError::io("fsync", &root))?;
 
+        // Know at once whether the disk is full, before the first append.
+        inner.check_disk_space(SystemTime::now())?;
         let store = Store { inner, threads: Mutex::new(Vec::new()) };
         store.start_threads()?;
         report.elapsed = started.elapsed();
@@ -200,6 +198,9 @@ impl Store {
         loop {
             if *rx.borrow_and_update() >= end_offset {
                 return Ok(());
+            }
+            if let Some(why) = self.inner.writer.gate.stopped() {
+                return Err(StoreError::WritesStopped(why.to_owned()));
             }
             if self.inner.is_shut_down() && self.inner.writer.commit_log.flushed_offset() < end_offset {
                 return Err(StoreError::ShutDown);
@@ -378,6 +379,33 @@ impl Store {
         self.inner.delete_expired_files(now)
     }
 
+    /// The used ratio (0 to 1) of the disk holding the commit log, as last measured (every
+    /// `DiskPolicy::check_interval`): the runtime info's `commitLogDiskRatio`.
+    pub fn commit_log_disk_ratio(&self) -> f64 {
+        f64::from_bits(self.inner.disk_ratio.load(Ordering::Relaxed))
+    }
+
+    /// The same for the consume queues' directory (`consumeQueueDiskRatio`).
+    pub fn consume_queue_disk_ratio(&self) -> f64 {
+        f64::from_bits(self.inner.consume_queue_disk_ratio.load(Ordering::Relaxed))
+    }
+
+    /// Whether new messages are refused because the disk is full.
+    pub fn is_disk_full(&self) -> bool {
+        self.inner.writer.gate.is_disk_full()
+    }
+
+    /// Why writes are stopped for good (a sync failed), if they are.
+    pub fn writes_stopped(&self) -> Option<String> {
+        self.inner.writer.gate.stopped().map(str::to_owned)
+    }
+
+    /// Runs one round of the disk-space policy now (it also runs every
+    /// `DiskPolicy::check_interval`).
+    pub fn check_disk_space(&self) -> Result<()> {
+        self.inner.check_disk_space(SystemTime::now())
+    }
+
     /// Flushes everything, writes the checkpoint, stops the threads and removes `abort`.
     pub fn shutdown(&self) -> Result<()> {
         if self.inner.workers.shutdown.swap(true, Ordering::AcqRel) {
@@ -395,7 +423,7 @@ impl Store {
         }
         self.inner.flush_all()?;
         let abort = self.inner.config.root.join("abort");
-        match std::fs::remove_file(&abort) {
+        match self.inner.config.fs.remove_file(&abort) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(StoreError::io("delete", &abort)(e)),

@@ -34,21 +34,30 @@ impl Inner {
     pub(super) fn load_queues(&self) -> Result<Vec<Arc<ConsumeQueue>>> {
         let mut damaged = Vec::new();
         let root = self.config.consume_queue_dir();
-        let topics = match std::fs::read_dir(&root) {
+        let fs = &self.config.fs;
+        let topics = match fs.list_dir(&root) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(damaged),
             Err(e) => return Err(StoreError::io("list", &root)(e)),
         };
         for topic in topics {
-            let topic = topic.map_err(StoreError::io("list", &root))?;
-            let Some(name) = topic.file_name().to_str().map(str::to_owned) else { continue };
-            if !is_valid_topic(&name) {
-                tracing::warn!(path = %topic.path().display(), "ignoring a consume-queue directory with an invalid topic name");
+            if !fs.is_dir(&topic) {
                 continue;
             }
-            for queue in std::fs::read_dir(topic.path()).map_err(StoreError::io("list", topic.path()))? {
-                let queue = queue.map_err(StoreError::io("list", topic.path()))?;
-                let Some(id) = queue.file_name().to_str().and_then(|s| s.parse::<i32>().ok()).filter(|id| *id >= 0)
+            let Some(name) = topic.file_name().and_then(|n| n.to_str()).map(str::to_owned) else { continue };
+            if !is_valid_topic(&name) {
+                tracing::warn!(path = %topic.display(), "ignoring a consume-queue directory with an invalid topic name");
+                continue;
+            }
+            for queue in fs.list_dir(&topic).map_err(StoreError::io("list", &topic))? {
+                if !fs.is_dir(&queue) {
+                    continue;
+                }
+                let Some(id) = queue
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(|s| s.parse::<i32>().ok())
+                    .filter(|id| *id >= 0)
                 else {
                     continue;
                 };

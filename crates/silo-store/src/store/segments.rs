@@ -34,13 +34,24 @@ impl Inner {
 
     pub(super) fn delete_expired_files(&self, now: SystemTime) -> Result<usize> {
         let reserved = self.config.file_reserved_time;
+        self.delete_oldest_segments(usize::MAX, |seg| seg.modified().is_some_and(|m| m + reserved <= now))
+    }
+
+    /// Deletes up to `max` of the oldest segments while `delete` holds for them, never the
+    /// last one, and moves every consume queue's min offset and the index past them. Returns
+    /// how many were deleted.
+    pub(super) fn delete_oldest_segments(
+        &self,
+        max: usize,
+        mut delete: impl FnMut(&crate::mapped::MappedFile) -> bool,
+    ) -> Result<usize> {
         let mut deleted = 0usize;
         let min = self.writer.commit_log.delete_oldest_while(|seg| {
-            let expired = seg.modified().is_some_and(|m| m + reserved <= now);
-            if expired {
+            let yes = deleted < max && delete(seg);
+            if yes {
                 deleted += 1;
             }
-            expired
+            yes
         })?;
         if deleted > 0 {
             for q in self.all_queues() {

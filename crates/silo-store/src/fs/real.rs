@@ -1,0 +1,259 @@
+//! [`RealFs`]: the operating system's file system, with mapped files and space reservation.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use memmap2::{MmapOptions, MmapRaw};
+use rustix::fs::FallocateFlags;
+
+use super::{DiskSpace, Fs, MapMode, Region, Reservation, StoreLock};
+
+/// The operating system's file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+/// Zeros written per call where a file system cannot preallocate.
+const FILL_STEP: usize = 1 << 20;
+
+/// fcntl locks are per process: they keep other processes (another Silo, a Java broker) out,
+/// but not a second store on the same directory in this process. This registry does.
+static OPEN_ROOTS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+#[derive(Debug)]
+struct RealLock {
+    canonical: PathBuf,
+    /// The open `lock` file, holding its fcntl lock.
+    _file: File,
+}
+
+impl StoreLock for RealLock {}
+
+impl Drop for RealLock {
+    fn drop(&mut self) {
+        OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner()).retain(|p| *p != self.canonical);
+    }
+}
+
+impl Fs for RealFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        std::fs::create_dir_all(dir)
+    }
+
+    fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
+        std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        path.is_dir()
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_len(&self, path: &Path) -> io::Result<u64> {
+        Ok(std::fs::metadata(path)?.len())
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>> {
+        std::fs::read(path)
+    }
+
+    fn read_at(&self, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        let file = File::open(path)?;
+        let mut read = 0;
+        while read < buf.len() {
+            let Some(rest) = buf.get_mut(read..) else { break };
+            match file.read_at(rest, offset + read as u64)? {
+                0 => break,
+                n => read += n,
+            }
+        }
+        Ok(read)
+    }
+
+    fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+        f.write_all(bytes)?;
+        f.sync_all()
+    }
+
+    fn write_at_synced(&self, path: &Path, bytes: &[u8], offset: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        f.write_all_at(bytes, offset)?;
+        f.sync_data()
+    }
+
+    fn extend(&self, path: &Path, len: u64) -> io::Result<()> {
+        let f = OpenOptions::new().write(true).open(path)?;
+        if f.metadata()?.len() < len {
+            f.set_len(len)?;
+        }
+        f.sync_all()
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        std::fs::rename(from, to)
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        std::fs::remove_file(path)
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+
+    fn map_file(&self, path: &Path, size: usize, mode: MapMode) -> io::Result<Box<dyn Region>> {
+        let region = match mode {
+            MapMode::Open => {
+                let file = OpenOptions::new().read(true).write(true).open(path)?;
+                RealRegion::map(file, size)?
+            }
+            MapMode::Create => {
+                let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
+                let created = (|| {
+                    file.set_len(size as u64)?;
+                    let region = RealRegion::map(file, size)?;
+                    if region.reserve()? == Reservation::Unsupported {
+                        tracing::warn!(path = %path.display(),
+                            "this file system can neither preallocate nor fill files: a full disk may stop the broker (SIGBUS)");
+                    }
+                    Ok(region)
+                })();
+                match created {
+                    Ok(region) => region,
+                    Err(e) => {
+                        // Leave nothing half made: the next attempt starts afresh.
+                        let _ = std::fs::remove_file(path);
+                        return Err(e);
+                    }
+                }
+            }
+        };
+        Ok(Box::new(region))
+    }
+
+    fn modified(&self, path: &Path) -> Option<SystemTime> {
+        std::fs::metadata(path).ok()?.modified().ok()
+    }
+
+    fn space(&self, path: &Path) -> io::Result<DiskSpace> {
+        let st = rustix::fs::statvfs(path)?;
+        let unit = if st.f_frsize > 0 { st.f_frsize } else { st.f_bsize };
+        Ok(DiskSpace { total: st.f_blocks.saturating_mul(unit), free: st.f_bfree.saturating_mul(unit) })
+    }
+
+    fn lock_store(&self, root: &Path) -> io::Result<Box<dyn StoreLock>> {
+        let canonical = root.canonicalize()?;
+        let mut open = OPEN_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+        if open.contains(&canonical) {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(root.join("lock"))?;
+        rustix::fs::fcntl_lock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+            .map_err(|_| io::Error::from(io::ErrorKind::WouldBlock))?;
+        open.push(canonical.clone());
+        Ok(Box::new(RealLock { canonical, _file: file }))
+    }
+}
+
+/// A file mapped shared, read-write.
+#[derive(Debug)]
+struct RealRegion {
+    file: File,
+    map: MmapRaw,
+    len: usize,
+}
+
+impl RealRegion {
+    fn map(file: File, len: usize) -> io::Result<Self> {
+        let map = MmapOptions::new().len(len).map_raw(&file)?;
+        Ok(Self { file, map, len })
+    }
+
+    /// Writes zeros into the holes of the file (where it has no blocks), for file systems
+    /// that cannot preallocate. Data already there is left alone.
+    fn fill_holes(&self) -> io::Result<Reservation> {
+        use rustix::fs::{SeekFrom, seek};
+        let len = self.len as u64;
+        let zeros = vec![0u8; FILL_STEP];
+        let mut pos = 0u64;
+        while pos < len {
+            let hole = match seek(&self.file, SeekFrom::Hole(pos)) {
+                Ok(h) => h,
+                Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => return Ok(Reservation::Unsupported),
+                Err(e) => return Err(e.into()),
+            };
+            if hole >= len {
+                break;
+            }
+            let data = match seek(&self.file, SeekFrom::Data(hole)) {
+                Ok(d) => d.min(len),
+                Err(rustix::io::Errno::NXIO) => len,
+                Err(e) => return Err(e.into()),
+            };
+            let mut at = hole;
+            while at < data {
+                let n = ((data - at) as usize).min(FILL_STEP);
+                self.file.write_all_at(zeros.get(..n).unwrap_or(&zeros), at)?;
+                at += n as u64;
+            }
+            pos = data;
+        }
+        Ok(Reservation::Reserved)
+    }
+}
+
+impl Region for RealRegion {
+    fn as_ptr(&self) -> *mut u8 {
+        self.map.as_mut_ptr()
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn sync(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.map.flush_range(offset, len)
+    }
+
+    fn reserve(&self) -> io::Result<Reservation> {
+        match rustix::fs::fallocate(&self.file, FallocateFlags::empty(), 0, self.len as u64) {
+            Ok(()) => Ok(Reservation::Reserved),
+            Err(rustix::io::Errno::NOTSUP) => self.fill_holes(),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn zero_from(&self, from: usize) -> io::Result<()> {
+        if from >= self.len {
+            return Ok(());
+        }
+        let len = (self.len - from) as u64;
+        let keep = FallocateFlags::KEEP_SIZE;
+        if rustix::fs::fallocate(&self.file, FallocateFlags::ZERO_RANGE | keep, from as u64, len).is_err() {
+            if rustix::fs::fallocate(&self.file, FallocateFlags::PUNCH_HOLE | keep, from as u64, len).is_ok() {
+                // The hole gave the space back: take it again.
+                self.reserve()?;
+            } else {
+                // SAFETY: `from..len` is inside the mapping; callers zero a tail no reader can
+                // see (recovery, before any reader or writer exists).
+                unsafe { std::ptr::write_bytes(self.map.as_mut_ptr().add(from), 0, self.len - from) };
+            }
+        }
+        self.map.flush_range(from, self.len - from)
+    }
+
+    fn advise_random(&self) -> io::Result<()> {
+        self.map.advise(memmap2::Advice::Random)
+    }
+
+    fn populate_write(&self, offset: usize, len: usize) -> io::Result<()> {
+        self.map.advise_range(memmap2::Advice::PopulateWrite, offset, len)
+    }
+}
