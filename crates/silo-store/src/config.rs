@@ -66,6 +66,11 @@ pub struct StoreConfig {
     pub fs: std::sync::Arc<dyn crate::fs::Fs>,
     /// The disk-space policy (`diskMaxUsedSpaceRatio` and its companions).
     pub disk: DiskPolicy,
+    /// Whether the store runs its dispatcher, flusher and allocator threads. Without them the
+    /// caller drives that work with [`crate::Store::run_background_once`], and a durability
+    /// wait flushes in the caller's thread: one thread does everything, in an order fixed by
+    /// the caller, which is what a deterministic simulation needs.
+    pub background: bool,
 }
 
 /// When the store cleans early, cleans by force and refuses writes, by the used ratio of the
@@ -118,6 +123,7 @@ impl StoreConfig {
             clock: crate::clock::system(),
             fs: crate::fs::real(),
             disk: DiskPolicy::default(),
+            background: true,
         }
     }
 

@@ -23,6 +23,14 @@ impl Inner {
         if self.writer.commit_log.flushed_offset() >= end_offset {
             return Ok(());
         }
+        if !self.config.background {
+            // No flusher: this thread flushes (group commit degenerates to one waiter).
+            self.flush_commit_log(true)?;
+            return match self.writer.commit_log.flushed_offset() >= end_offset {
+                true => Ok(()),
+                false => Err(StoreError::FlushTimeout(timeout)),
+            };
+        }
         let deadline = Instant::now() + timeout;
         let mut req = self.flush_requests.lock().unwrap_or_else(|e| e.into_inner());
         if end_offset > req.requested {

@@ -113,7 +113,9 @@ impl Store {
         // Know at once whether the disk is full, before the first append.
         inner.check_disk_space(SystemTime::now())?;
         let store = Store { inner, threads: Mutex::new(Vec::new()) };
-        store.start_threads()?;
+        if store.inner.config.background {
+            store.start_threads()?;
+        }
         report.elapsed = started.elapsed();
         tracing::info!(root = %root.display(), abnormal = report.abnormal, log_end = report.log_end,
             truncated = report.truncated_bytes, redispatched = report.redispatched_records,
@@ -164,6 +166,9 @@ impl Store {
     /// [`FlushMode::Async`], nothing. This is the one place that decides when a message counts
     /// as durable, so it is where "also on a synchronous replica" plugs in.
     pub async fn durable(&self, end_offset: i64) -> Result<()> {
+        if !self.inner.config.background {
+            return self.wait_durable(end_offset);
+        }
         match self.inner.config.flush {
             FlushMode::Sync { timeout } => tokio::time::timeout(timeout, self.flushed(end_offset))
                 .await
@@ -398,6 +403,23 @@ impl Store {
     /// Why writes are stopped for good (a sync failed), if they are.
     pub fn writes_stopped(&self) -> Option<String> {
         self.inner.writer.gate.stopped().map(str::to_owned)
+    }
+
+    /// One round of the background work, in the caller's thread, for a store opened without
+    /// background threads: dispatch what is appended, prepare the next segment if wanted,
+    /// flush the commit log, the consume queues, the index and the checkpoint, and apply the
+    /// disk-space policy.
+    pub fn run_background_once(&self) -> Result<()> {
+        let inner = &self.inner;
+        inner.dispatch_available(inner.writer.commit_log.max_offset());
+        if inner.workers.allocation_wanted.swap(false, Ordering::AcqRel) {
+            inner.writer.commit_log.prepare_next()?;
+        }
+        if inner.writer.commit_log.dirty_bytes() > 0 {
+            inner.flush_commit_log(true)?;
+        }
+        inner.flush_queues_and_checkpoint(true)?;
+        inner.check_disk_space(SystemTime::now())
     }
 
     /// Runs one round of the disk-space policy now (it also runs every

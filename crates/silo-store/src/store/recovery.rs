@@ -98,7 +98,11 @@ impl Inner {
         let start_index = if !abnormal {
             segments.len().saturating_sub(3)
         } else {
-            let min_ts = checkpoint.min_timestamp();
+            // The index too must be covered by the walk: its checkpoint time may lag the others.
+            let min_ts = match self.index {
+                Some(_) => checkpoint.min_timestamp().min((checkpoint.index_msg_timestamp - 3000).max(0)),
+                None => checkpoint.min_timestamp(),
+            };
             segments
                 .iter()
                 .enumerate()
@@ -115,6 +119,12 @@ impl Inner {
         // Pass 1: validate records up to the first invalid one.
         let mut end = walk_from;
         let mut last_store_timestamp = 0i64;
+        // The first record the index may lack: one stored at or after the index's checkpoint
+        // time. Entries of records stored in the same millisecond as the checkpoint's time may
+        // have been written after it was taken, and an index file's header may have reached
+        // the disk without them, so those records are indexed again (a query skips the
+        // duplicate entries).
+        let mut first_unindexed: Option<i64> = None;
         'segments: for seg in segments.iter().skip(start_index) {
             let bytes = seg.all_bytes();
             let mut pos = 0usize;
@@ -126,6 +136,9 @@ impl Inner {
                             || (self.config.check_crc_on_recover && !rec.body_crc_matches())
                         {
                             break 'segments;
+                        }
+                        if first_unindexed.is_none() && rec.meta.store_timestamp >= checkpoint.index_msg_timestamp {
+                            first_unindexed = Some(expected);
                         }
                         pos += rec.total_size;
                         end = seg.start() as i64 + pos as i64;
@@ -173,7 +186,11 @@ impl Inner {
             let mut index = index.lock().unwrap_or_else(|e| e.into_inner());
             index.discard_newer_than(checkpoint.index_msg_timestamp)?;
         }
-        self.index_covered.store(self.index_end(), Ordering::Release);
+        let index_covered = match abnormal {
+            true => self.index_end().min(first_unindexed.unwrap_or(end)),
+            false => self.index_end(),
+        };
+        self.index_covered.store(index_covered, Ordering::Release);
         self.dispatched.store(redispatch_from, Ordering::Release);
         report.redispatched_records += self.dispatch_available(end);
         // Queues must not start before the oldest record still in the log.
