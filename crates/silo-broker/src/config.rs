@@ -38,6 +38,9 @@ pub struct BrokerConfig {
     pub trace_on: bool,
     pub register_name_server_period: Duration,
     pub channel_idle: Duration,
+    /// `serverSocketBacklog` (1,024): connections the kernel queues for the listeners before
+    /// they are accepted; a burst beyond it waits for SYN retransmission (a second or more).
+    pub server_socket_backlog: u32,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -70,6 +73,7 @@ impl Default for BrokerConfig {
             trace_on: true,
             register_name_server_period: Duration::from_secs(30),
             channel_idle: Duration::from_secs(120),
+            server_socket_backlog: 1024,
             clock: silo_store::clock::system(),
         }
     }
@@ -147,6 +151,9 @@ impl BrokerConfig {
             "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
             "traceOn" => self.trace_on = parse_bool(v)?,
             "registerNameServerPeriod" => self.register_name_server_period = Duration::from_millis(num(v)?),
+            "serverSocketBacklog" => {
+                self.server_socket_backlog = u32::try_from(num(v)?).map_err(|e| e.to_string())?.max(1)
+            }
             _ => return Ok(false),
         }
         Ok(true)

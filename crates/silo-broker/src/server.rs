@@ -30,23 +30,72 @@ pub enum Role {
     NameServer(Arc<RouteTable>),
 }
 
-/// Accepts connections until `shutdown` flips.
+/// Java's `serverSocketBacklog`, for listeners without a broker config (a bare name server).
+pub const DEFAULT_BACKLOG: u32 = 1024;
+
+/// A listener on `addr` with room for `backlog` connections not yet accepted (the standard
+/// library's bind queues only 128: a reconnect storm then waits a second or more for SYN
+/// retransmission).
+pub fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(backlog)
+}
+
+/// Accepts connections until `shutdown` flips. Accepting runs on a thread of its own, in
+/// plain blocking `accept` calls, so that it never waits behind request handling: in a
+/// reconnect storm the kernel's queue of connections not yet accepted is drained as fast as
+/// they arrive, and each connection is handed to the runtime that serves it.
 pub async fn serve(listener: TcpListener, role: Role, idle: Duration, mut shutdown: watch::Receiver<bool>) {
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted {
+    let serving = tokio::runtime::Handle::current();
+    let (listener, addr) = match listener.into_std().and_then(|l| {
+        l.set_nonblocking(false)?;
+        let addr = l.local_addr()?;
+        Ok((l, addr))
+    }) {
+        Ok(l) => l,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot hand the listener to the accepting thread");
+            return;
+        }
+    };
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = Arc::clone(&stop);
+    let accepting = move || {
+        loop {
+            let accepted = listener.accept();
+            if stopping.load(Ordering::Acquire) {
+                return;
+            }
+            match accepted.and_then(|(s, remote)| s.set_nonblocking(true).map(|()| (s, remote))) {
                 Ok((socket, remote)) => {
                     let role = role.clone();
-                    tokio::spawn(async move { connection(socket, remote, role, idle).await });
+                    serving.spawn(async move {
+                        match TcpStream::from_std(socket) {
+                            Ok(socket) => connection(socket, remote, role, idle).await,
+                            Err(e) => tracing::warn!(%remote, error = %e, "cannot serve an accepted connection"),
+                        }
+                    });
                 }
                 Err(e) => {
+                    // Out of file descriptors, say: back off rather than spin.
                     tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    std::thread::sleep(Duration::from_millis(50));
                 }
-            },
-            _ = shutdown.changed() => return,
+            }
         }
-    }
+    };
+    let thread = match std::thread::Builder::new().name("silo-accept".into()).spawn(accepting) {
+        Ok(t) => t,
+        Err(e) => return tracing::error!(error = %e, "cannot start the accepting thread"),
+    };
+    let _ = shutdown.changed().await;
+    stop.store(true, Ordering::Release);
+    // Wake the blocked accept with a connection of our own; it sees the flag and stops.
+    let wake = if addr.ip().is_unspecified() { SocketAddr::new([127, 0, 0, 1].into(), addr.port()) } else { addr };
+    let _ = std::net::TcpStream::connect_timeout(&wake, Duration::from_secs(1));
+    let _ = tokio::task::spawn_blocking(move || thread.join()).await;
 }
 
 /// One connection: read frames, handle them, close on a frame that does not decode or after
@@ -59,7 +108,9 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
     let channel = Channel::new(remote, id, tx);
     let writer_task = tokio::spawn(write_loop(writer, rx));
     let decoder = FrameDecoder::default();
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    // No read buffer until the first bytes arrive: an idle connection (10,000 of them after a
+    // reconnect storm) costs its tasks and channel, not 64 KiB.
+    let mut buf = BytesMut::new();
     let mut conn = ConnState::default();
     'read: loop {
         loop {
@@ -96,6 +147,17 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
         }
         // Give back a large buffer once it is drained, so a burst does not pin memory.
         if buf.is_empty() && buf.capacity() > 4 << 20 {
+            buf = BytesMut::with_capacity(64 * 1024);
+        }
+        if buf.capacity() == 0 {
+            match tokio::time::timeout(idle, reader.readable()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => break,
+                Err(_) => {
+                    tracing::debug!(%remote, "idle connection closed");
+                    break;
+                }
+            }
             buf = BytesMut::with_capacity(64 * 1024);
         }
         buf.reserve(16 * 1024);
@@ -275,6 +337,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     let mut tasks = Vec::new();
     let routes = options.namesrv.map(|_| Arc::new(RouteTable::new()));
+    let backlog = options.broker.as_ref().map_or(DEFAULT_BACKLOG, |b| b.server_socket_backlog);
     // The name server listens only once the embedded broker has registered its topics and
     // bound its port: until then a client's connection is refused (and retried), rather than
     // told "no route" for a topic the broker has, or left waiting in a backlog while the store
@@ -283,7 +346,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         match (options.namesrv, &routes) {
             (Some(addr), Some(table)) => {
                 let listener =
-                    TcpListener::bind(addr).await.map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
+                    listen(addr, backlog).map_err(|e| format!("name server cannot listen on {addr}: {e}"))?;
                 Ok::<_, BoxError>(Some((listener, table.clone())))
             }
             _ => Ok(None),
@@ -326,7 +389,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let mut early = None;
     if config.listen_port == 0 {
         let listen = config.broker_addr();
-        let listener = TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
+        let listener = self::listen(listen, backlog).map_err(|e| format!("broker cannot listen on {listen}: {e}"))?;
         config.listen_port = listener.local_addr()?.port();
         early = Some(listener);
     }
@@ -338,11 +401,11 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
     let listener = match early {
         Some(l) => l,
-        None => TcpListener::bind(listen).await.map_err(|e| format!("broker cannot listen on {listen}: {e}"))?,
+        None => self::listen(listen, backlog).map_err(|e| format!("broker cannot listen on {listen}: {e}"))?,
     };
     // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
     let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
-    match TcpListener::bind(vip).await {
+    match self::listen(vip, backlog) {
         Ok(l) => tasks.push(tokio::spawn(serve(l, Role::Broker(broker.clone()), idle, shutdown_rx.clone()))),
         Err(e) => {
             tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")

@@ -86,3 +86,111 @@ impl Drop for ApacheServers {
         let _ = Command::new("bash").arg(apache_script()).arg("stop").arg(&self.dir).status();
     }
 }
+
+/// `silo serve` in a child process on free loopback ports, killed when dropped: the one way
+/// the binary's tests start a broker with its embedded name server.
+pub struct SiloServer {
+    pub child: Child,
+    pub data: PathBuf,
+    pub namesrv: SocketAddr,
+    pub broker: SocketAddr,
+    extra: Vec<String>,
+}
+
+impl SiloServer {
+    /// Starts it on `data` with `extra` arguments after `silo serve ...`, and waits until both
+    /// ports accept. Its log goes to `data` with a `.log` extension.
+    pub fn start(data: &Path, extra: &[&str]) -> Self {
+        Self::start_on(data, free_addr(), free_addr(), extra.iter().map(|s| s.to_string()).collect(), None)
+    }
+
+    /// As [`start`](Self::start), with the command wrapped: `wrapper` is a program and its
+    /// arguments, given the `silo serve ...` command line after them (a mount namespace, say).
+    pub fn start_wrapped(data: &Path, extra: &[&str], wrapper: &[&str]) -> Self {
+        let wrapper = wrapper.iter().map(|s| s.to_string()).collect();
+        Self::start_on(data, free_addr(), free_addr(), extra.iter().map(|s| s.to_string()).collect(), Some(wrapper))
+    }
+
+    fn start_on(
+        data: &Path,
+        namesrv: SocketAddr,
+        broker: SocketAddr,
+        extra: Vec<String>,
+        wrapper: Option<Vec<String>>,
+    ) -> Self {
+        let log = std::fs::File::create(data.with_extension("log")).unwrap();
+        let serve: Vec<String> = [
+            env!("CARGO_BIN_EXE_silo").to_owned(),
+            "serve".into(),
+            "--data-dir".into(),
+            data.to_str().unwrap().into(),
+            "--listen-port".into(),
+            broker.port().to_string(),
+            "--namesrv-listen".into(),
+            namesrv.to_string(),
+        ]
+        .into_iter()
+        .chain(extra.iter().cloned())
+        .collect();
+        let line: Vec<String> = wrapper.unwrap_or_default().into_iter().chain(serve).collect();
+        let child =
+            Command::new(&line[0]).args(&line[1..]).stdout(std::process::Stdio::null()).stderr(log).spawn().unwrap();
+        let mut server = Self { child, data: data.to_owned(), namesrv, broker, extra };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        for addr in [namesrv, broker] {
+            while TcpStream::connect(addr).is_err() {
+                if let Some(status) = server.child.try_wait().unwrap() {
+                    panic!(
+                        "silo serve exited ({status}) before listening; see {}",
+                        data.with_extension("log").display()
+                    );
+                }
+                assert!(std::time::Instant::now() < deadline, "silo serve did not start listening on {addr}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+        server
+    }
+
+    /// The broker's memory that is not file-backed (`RssAnon`), in bytes.
+    pub fn anonymous_memory(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+    }
+
+    /// The last lines of its log, for a failure message.
+    pub fn log_tail(&self) -> String {
+        let log = std::fs::read_to_string(self.data.with_extension("log")).unwrap_or_default();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, as an operator stops it: the broker flushes and persists before it exits;
+    /// then it starts again on the same directory and ports.
+    pub fn restart(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(std::time::Instant::now() < deadline, "silo did not stop on SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let extra = std::mem::take(&mut self.extra);
+        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, extra, None);
+    }
+}
+
+impl Drop for SiloServer {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+pub fn free_addr() -> SocketAddr {
+    SocketAddr::from(([127, 0, 0, 1], free_port()))
+}
