@@ -9,7 +9,7 @@
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use silo_store::MessageRef;
@@ -49,6 +49,37 @@ pub struct Outgoing {
     pub body: Body,
 }
 
+/// Frames queued for a connection's writer beyond which the connection reads no more
+/// requests: a client that stops reading its responses then meets TCP's flow control instead
+/// of growing the broker's memory (Netty's write-buffer high-water mark, in frames).
+pub const MAX_QUEUED_FRAMES: usize = 256;
+
+/// How many frames wait for a connection's writer, and a wake-up when they drain.
+#[derive(Debug, Default)]
+pub struct Backlog {
+    queued: AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+impl Backlog {
+    /// Waits until fewer than [`MAX_QUEUED_FRAMES`] frames are queued.
+    pub async fn room(&self) {
+        loop {
+            let drained = self.drained.notified();
+            if self.queued.load(Ordering::Acquire) < MAX_QUEUED_FRAMES {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    fn written(&self) {
+        if self.queued.fetch_sub(1, Ordering::AcqRel) == MAX_QUEUED_FRAMES / 2 + 1 {
+            self.drained.notify_waiters();
+        }
+    }
+}
+
 /// The sending side of a connection, cheap to clone and share (e.g. with the consumer registry
 /// for notifications).
 #[derive(Debug, Clone)]
@@ -57,16 +88,27 @@ pub struct Channel {
     pub id: u64,
     tx: mpsc::UnboundedSender<Outgoing>,
     opaque: Arc<AtomicI32>,
+    backlog: Arc<Backlog>,
 }
 
 impl Channel {
     pub fn new(remote: SocketAddr, id: u64, tx: mpsc::UnboundedSender<Outgoing>) -> Self {
-        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)) }
+        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)), backlog: Arc::default() }
     }
 
     /// Queues a frame; false if the connection is gone.
     pub fn send(&self, out: Outgoing) -> bool {
-        self.tx.send(out).is_ok()
+        self.backlog.queued.fetch_add(1, Ordering::AcqRel);
+        let sent = self.tx.send(out).is_ok();
+        if !sent {
+            self.backlog.written();
+        }
+        sent
+    }
+
+    /// The frames waiting for this connection's writer.
+    pub fn backlog(&self) -> &Arc<Backlog> {
+        &self.backlog
     }
 
     /// A one-way request from the broker to the client.
@@ -84,9 +126,10 @@ impl Channel {
 }
 
 /// Writes frames from `rx` to the socket until the channel or the socket closes.
-pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>) {
+pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>, backlog: Arc<Backlog>) {
     let mut head = BytesMut::with_capacity(1024);
     while let Some(out) = rx.recv().await {
+        backlog.written();
         head.clear();
         if let Err(e) = encode_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut head) {
             tracing::error!(error = %e, "cannot encode a response header");

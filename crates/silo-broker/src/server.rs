@@ -106,7 +106,7 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
     let (tx, rx) = mpsc::unbounded_channel();
     let id = CONNECTION_IDS.fetch_add(1, Ordering::Relaxed);
     let channel = Channel::new(remote, id, tx);
-    let writer_task = tokio::spawn(write_loop(writer, rx));
+    let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(channel.backlog())));
     let decoder = FrameDecoder::default();
     // No read buffer until the first bytes arrive: an idle connection (10,000 of them after a
     // reconnect storm) costs its tasks and channel, not 64 KiB.
@@ -145,6 +145,8 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
                 }
             }
         }
+        // A client that does not read its responses gets no more of its requests read.
+        channel.backlog().room().await;
         // Give back a large buffer once it is drained, so a burst does not pin memory.
         if buf.is_empty() && buf.capacity() > 4 << 20 {
             buf = BytesMut::with_capacity(64 * 1024);
