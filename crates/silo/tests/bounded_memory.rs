@@ -83,7 +83,7 @@ fn a_flood_of_large_sends_keeps_the_broker_memory_bounded() {
             "64",
             "--count",
             "1024",
-            "--timeout",
+            "--timeout-ms",
             "60000",
             "--report",
             report.to_str().unwrap(),
