@@ -238,8 +238,10 @@ impl Region for RealRegion {
         let keep = FallocateFlags::KEEP_SIZE;
         if rustix::fs::fallocate(&self.file, FallocateFlags::ZERO_RANGE | keep, from as u64, len).is_err() {
             if rustix::fs::fallocate(&self.file, FallocateFlags::PUNCH_HOLE | keep, from as u64, len).is_ok() {
-                // The hole gave the space back: take it again.
-                self.reserve()?;
+                // The hole gave the space back: take it again. On a full disk that fails, and the
+                // file stays sparse: files opened from disk are reserved before their first
+                // write anyway, so recovery goes on and the writer meets the full disk instead.
+                let _ = self.reserve();
             } else {
                 // SAFETY: `from..len` is inside the mapping; callers zero a tail no reader can
                 // see (recovery, before any reader or writer exists).
