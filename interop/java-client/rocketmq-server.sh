@@ -9,8 +9,9 @@
 # start: starts whichever of the two is not already running from DIR (so `stop DIR --broker-only`
 # followed by `start DIR ...` restarts just the broker, keeping its store), then waits until the
 # broker is registered with the name server, the name server routes TBW102 (needed for sends to
-# topics that do not exist yet) and the broker answers requests. Ports, --flush and --store-dir
-# given once are remembered in DIR/ports, so a restart may omit them. The broker occupies Q
+# topics that do not exist yet) and the broker answers requests. Ports, --flush, --store-dir and
+# --broker-conf-extra given once are remembered in DIR/ports, so a restart may omit them (a broker
+# restarted without its mappedFileSizeCommitLog line refuses to load the commit log). The broker occupies Q
 # (clients) and Q-2 (its "fast" port, always opened by the Apache broker); Q+1 is its HA
 # (replication) port. All three must be free.
 # Options:
@@ -177,6 +178,7 @@ if [ -f "$dir/ports" ]; then
     broker_port="${broker_port:-$saved_broker_port}"
     flush="${flush:-${saved_flush:-}}"
     store_dir="${store_dir:-${saved_store_dir:-}}"
+    conf_extra="${conf_extra:-${saved_conf_extra:-}}"
 fi
 [ -n "$namesrv_port" ] && [ -n "$broker_port" ] || die "start needs --namesrv-port and --broker-port"
 flush="${flush:-async}"
@@ -196,8 +198,12 @@ else
     namesrv_heap_opts=(-Xms128m -Xmx256m)
 fi
 mkdir -p "$dir/logs" "$store_dir" "$dir/namesrv"
-printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\nsaved_flush=%s\nsaved_store_dir=%q\n' \
-    "$namesrv_port" "$broker_port" "$flush" "$store_dir" >"$dir/ports"
+case "$conf_extra" in
+    "" | /*) ;;
+    *) conf_extra="$PWD/$conf_extra" ;;
+esac
+printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\nsaved_flush=%s\nsaved_store_dir=%q\nsaved_conf_extra=%q\n' \
+    "$namesrv_port" "$broker_port" "$flush" "$store_dir" "$conf_extra" >"$dir/ports"
 namesrv_addr="127.0.0.1:$namesrv_port"
 broker_addr="127.0.0.1:$broker_port"
 

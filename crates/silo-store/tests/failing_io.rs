@@ -144,6 +144,15 @@ fn a_full_disk_refuses_writes_serves_reads_and_recovers_by_itself() {
         assert_eq!(read_body(&store, *offset).unwrap(), body, "offset {offset}");
     }
 
+    // A restart on the full disk: the store opens, recovers and serves reads; writes are
+    // refused.
+    drop(store);
+    let store = Store::open(config(sim.clone())).unwrap();
+    for offset in &acked {
+        assert_eq!(read_body(&store, *offset).unwrap(), body, "offset {offset} after a restart on the full disk");
+    }
+    assert!(matches!(send(&store, &mut app, &body), Err(StoreError::DiskFull(_))));
+
     // Space returns: writes are accepted again without a restart.
     sim.set_capacity(u64::MAX / 2);
     let after = send(&store, &mut app, b"after space returned").unwrap();

@@ -40,16 +40,24 @@ impl WriteGate {
         self.stopped.get().map(String::as_str)
     }
 
-    /// The disk's used ratio crossed the warning level (`over`) or came back below it.
-    pub(crate) fn set_over_warning_ratio(&self, over: bool, reason: impl FnOnce() -> String) {
-        if over {
-            let reason = reason();
-            *self.full_reason.lock().unwrap_or_else(|e| e.into_inner()) = reason.clone();
-            if !self.over_warning_ratio.swap(true, Ordering::AcqRel) {
-                tracing::error!(reason, "the disk is full: refusing new messages; reads go on");
+    /// The disk's used ratio is above the warning level (`Some(true)`), back at or below the
+    /// level at which it counts as healthy again (`Some(false)`), or in between (`None`: no
+    /// change, so that a ratio hovering at the warning level does not flap).
+    pub(crate) fn set_over_warning_ratio(&self, over: Option<bool>, reason: impl FnOnce() -> String) {
+        match over {
+            Some(true) => {
+                let reason = reason();
+                *self.full_reason.lock().unwrap_or_else(|e| e.into_inner()) = reason.clone();
+                if !self.over_warning_ratio.swap(true, Ordering::AcqRel) {
+                    tracing::error!(reason, "the disk is full: refusing new messages; reads go on");
+                }
             }
-        } else if self.over_warning_ratio.swap(false, Ordering::AcqRel) {
-            tracing::warn!("disk space is back below the warning level: accepting new messages again");
+            Some(false) => {
+                if self.over_warning_ratio.swap(false, Ordering::AcqRel) {
+                    tracing::warn!("disk space is back: accepting new messages again");
+                }
+            }
+            None => {}
         }
     }
 

@@ -6,8 +6,8 @@
 //! - above `diskSpaceCleanForciblyRatio` (while `cleanFileForciblyEnable`), the oldest
 //!   segments are deleted even though they have not expired, until the ratio is below it again
 //!   (at most [`FORCED_DELETIONS_PER_ROUND`] a round, never the segment being written);
-//! - above `diskSpaceWarningLevelRatio`, appends are refused (the write gate) until it is
-//!   below again.
+//! - above `diskSpaceWarningLevelRatio`, appends are refused (the write gate) until it is at
+//!   or below `diskSpaceCleanForciblyRatio` again (Java's hysteresis: no flapping at the edge).
 
 use std::sync::atomic::Ordering;
 use std::time::SystemTime;
@@ -59,7 +59,16 @@ impl Inner {
         if let Some(cq_ratio) = self.used_ratio(&self.config.consume_queue_dir()) {
             self.consume_queue_disk_ratio.store(cq_ratio.to_bits(), Ordering::Relaxed);
         }
-        self.writer.gate.set_over_warning_ratio(ratio > policy.warning_ratio, || {
+        // As Java: refused above the warning level, accepted again only at or below the forced
+        // cleaning level.
+        let over = if ratio > policy.warning_ratio {
+            Some(true)
+        } else if ratio <= policy.clean_forcibly_ratio.min(policy.warning_ratio) {
+            Some(false)
+        } else {
+            None
+        };
+        self.writer.gate.set_over_warning_ratio(over, || {
             format!(
                 "the disk holding the commit log is {:.1} % used, above diskSpaceWarningLevelRatio ({:.0} %)",
                 ratio * 100.0,

@@ -40,6 +40,8 @@ final class Ctx {
      */
     final boolean strict;
     final Path state;
+    /** Every --name value option, for scenarios with options of their own (e.g. disk-full's --body-size). */
+    final Map<String, String> options;
     final CodeRecorder hook;
     final Failures fail = new Failures();
 
@@ -60,12 +62,19 @@ final class Ctx {
         this.phase = opts.get("phase");
         this.strict = Boolean.parseBoolean(opts.getOrDefault("strict", "false"));
         this.state = opts.containsKey("state") ? Path.of(opts.get("state")) : null;
+        this.options = Map.copyOf(opts);
         this.hook = new CodeRecorder(namesrv);
     }
 
     /** --count if given, else DEFAULT_COUNT (for scenarios whose natural size is not 200). */
     int count(int defaultCount) {
         return countGiven ? count : defaultCount;
+    }
+
+    /** Integer option --NAME, or DEFAULT_VALUE if it was not given. */
+    int intOption(String name, int defaultValue) {
+        String v = options.get(name);
+        return v == null ? defaultValue : Integer.parseInt(v);
     }
 
     /** A resource name unique to this run: silo_SCENARIO_KIND_SUFFIX (topic/group charset). */

@@ -18,8 +18,8 @@ import java.util.stream.Stream;
  *
  * <pre>
  * Scenarios SCENARIO --namesrv HOST:PORT [--topic T] [--group G] [--count N] [--suffix S]
- *           [--timeout SECONDS] [--settle-ms MS] [--phase send|consume --state FILE] [--codes-file F]
- *           [--strict true]
+ *           [--timeout SECONDS] [--settle-ms MS] [--phase send|consume|fill|resume --state FILE] [--codes-file F]
+ *           [--strict true] [--body-size BYTES] [--resume-count N]
  * </pre>
  *
  * Prints {@code PASS <scenario> <details>} and exits 0, or {@code FAIL <scenario> ...} with the first
@@ -43,6 +43,7 @@ public final class Scenarios {
         SCENARIOS.put("dlq-lite-pull", "DlqLitePull");
         SCENARIOS.put("restart-check", "RestartCheck");
         SCENARIOS.put("admin", "Admin");
+        SCENARIOS.put("disk-full", "DiskFull");
     }
 
     private Scenarios() {
@@ -51,8 +52,8 @@ public final class Scenarios {
     private static void usage(String why) {
         System.err.println("error: " + why);
         System.err.println("usage: Scenarios SCENARIO --namesrv HOST:PORT [--topic T] [--group G] [--count N]"
-            + " [--suffix S] [--timeout SECONDS] [--settle-ms MS] [--phase send|consume --state FILE]"
-            + " [--codes-file FILE] [--strict true]");
+            + " [--suffix S] [--timeout SECONDS] [--settle-ms MS] [--phase send|consume|fill|resume --state FILE]"
+            + " [--codes-file FILE] [--strict true] [--body-size BYTES] [--resume-count N]");
         System.err.println("scenarios: " + String.join(" ", SCENARIOS.keySet()));
         System.exit(2);
     }
