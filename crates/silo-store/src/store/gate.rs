@@ -52,12 +52,10 @@ impl WriteGate {
                     tracing::error!(reason, "the disk is full: refusing new messages; reads go on");
                 }
             }
-            Some(false) => {
-                if self.over_warning_ratio.swap(false, Ordering::AcqRel) {
-                    tracing::warn!("disk space is back: accepting new messages again");
-                }
+            Some(false) if self.over_warning_ratio.swap(false, Ordering::AcqRel) => {
+                tracing::warn!("disk space is back: accepting new messages again");
             }
-            None => {}
+            Some(false) | None => {}
         }
     }
 
