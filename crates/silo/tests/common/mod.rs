@@ -51,6 +51,21 @@ pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: D
     }
 }
 
+/// A port for Apache's broker, which also listens on the port two below it (its "fast" port) and
+/// the one above (HA): all of them free, and below the ephemeral range, so that no client
+/// connection (a test that opened thousands, say) holds one of them.
+pub fn free_broker_port() -> u16 {
+    let seed = std::process::id() as u64
+        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+    for i in 0..2000u64 {
+        let p = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(i * 7919)) % 12_000) as u16;
+        if (p - 2..=p + 1).all(|q| TcpListener::bind(("127.0.0.1", q)).is_ok()) {
+            return p;
+        }
+    }
+    panic!("no free block of ports for the Apache broker");
+}
+
 /// `interop/java-client/rocketmq-server.sh`: Apache RocketMQ 5.3.3's own name server and broker.
 pub fn apache_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/rocketmq-server.sh")
@@ -68,7 +83,7 @@ impl ApacheServers {
     /// Starts both on free loopback ports, with every file they write under `dir`, and waits
     /// until the broker is registered and answering.
     pub fn start(dir: &Path) -> Self {
-        let (namesrv_port, broker_port) = (free_port(), free_port());
+        let (namesrv_port, broker_port) = (free_port(), free_broker_port());
         let status = Command::new("bash")
             .arg(apache_script())
             .args(["start", dir.to_str().unwrap(), "--namesrv-port", &namesrv_port.to_string()])
