@@ -37,6 +37,12 @@ fn send(store: &Store, app: &mut Appender, body: &[u8]) -> Result<i64, StoreErro
 fn read_body(store: &Store, offset: i64) -> Option<Vec<u8>> {
     assert!(store.wait_dispatched(Duration::from_secs(10)), "dispatch did not catch up");
     let got = store.get_messages("A", 0, offset, 1, 1 << 20, TagFilter::All);
+    if got.messages.is_empty() {
+        eprintln!(
+            "read of A/0@{offset}: {:?} next {} min {} max {}",
+            got.status, got.next_begin_offset, got.min_offset, got.max_offset
+        );
+    }
     got.messages.first().map(|m| common::record(m).body.to_vec())
 }
 
@@ -120,6 +126,12 @@ fn a_config_file_is_always_whole_whatever_fails() {
 #[test]
 fn a_full_disk_refuses_writes_serves_reads_and_recovers_by_itself() {
     let sim = SimFs::new(3);
+    // Every acknowledged message must stay: no forced cleaning (it would delete the oldest).
+    let config = |fs: Arc<SimFs>| {
+        let mut c = config(fs);
+        c.disk.clean_forcibly = false;
+        c
+    };
     let store = Store::open(config(sim.clone())).unwrap();
     let mut app = Appender::new();
     let body = vec![b'x'; 3000];
