@@ -23,9 +23,13 @@ impl Inner {
             if self.dispatched_offset() < target {
                 self.dispatch_with(target, &mut touched);
                 idle_rounds = 0;
-                if self.dispatch_stalled.load(Ordering::Acquire) && !self.is_shut_down() {
-                    // A queue file could not be written (a full disk): retry soon, not in a
-                    // busy loop. Nothing past the stalled record is dispatched meanwhile.
+                if self.dispatch_stalled.load(Ordering::Acquire) {
+                    // A queue file could not be written (a full disk). Shutting down, leave the
+                    // rest to recovery's re-dispatch; otherwise retry soon, not in a busy loop.
+                    // Nothing past the stalled record is dispatched meanwhile.
+                    if self.is_shut_down() {
+                        return;
+                    }
                     std::thread::park_timeout(Duration::from_millis(50));
                 }
                 continue;
