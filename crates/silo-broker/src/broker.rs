@@ -28,6 +28,8 @@ pub struct Broker {
     pub topics: TopicManager,
     pub offsets: OffsetManager,
     pub clients: ClientRegistry,
+    /// Pending and recently resolved transactions (rebuilt from the store at start).
+    pub transactions: std::sync::Mutex<crate::core::transaction::TxBook>,
     /// The name server this broker registers with in-process (embedded mode).
     pub embedded_routes: Option<Arc<RouteTable>>,
     pub started: Instant,
@@ -60,12 +62,14 @@ impl Broker {
             topics,
             offsets,
             clients: ClientRegistry::new(),
+            transactions: std::sync::Mutex::default(),
             embedded_routes,
             started: Instant::now(),
             stats: Stats::default(),
             next_queue: AtomicU64::new(0),
             registered_version: std::sync::atomic::AtomicI64::new(-1),
         });
+        broker.load_transactions();
         broker.register_routes();
         Ok(broker)
     }

@@ -1,5 +1,8 @@
-//! Who is connected: consumer groups with their members and subscriptions (registered by
-//! HEART_BEAT), producers, and the queue locks of orderly consumers.
+//! Who is connected: consumer groups with their members and subscriptions, producer groups
+//! with their members (both registered by HEART_BEAT), and the queue locks of orderly
+//! consumers. Producers are tracked so that the broker can reach them: a transaction's
+//! check-back goes to one live member of its producer group, and a reply goes to the client
+//! that sent the request.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -51,9 +54,13 @@ struct Group {
     consume_from_where: String,
 }
 
+/// A producer group's members: client id -> (channel, last heartbeat).
+type ProducerGroup = BTreeMap<String, (Channel, Instant)>;
+
 #[derive(Debug, Default)]
 struct State {
     groups: HashMap<String, Group>,
+    producers: HashMap<String, ProducerGroup>,
     /// (group, topic, broker name, queue id) → (client id, expiry).
     locks: HashMap<(String, String, String, i32), (String, Instant)>,
 }
@@ -117,6 +124,40 @@ impl ClientRegistry {
         is_new.then(|| Changed { group: data.group_name.clone(), channels: Self::members_of(group) })
     }
 
+    /// Registers (or refreshes) a producer of `group` from a heartbeat.
+    pub fn register_producer(&self, client_id: &str, group: &str, channel: &Channel) {
+        let mut s = self.lock();
+        let members = s.producers.entry(group.to_owned()).or_default();
+        members.insert(client_id.to_owned(), (channel.clone(), Instant::now()));
+    }
+
+    pub fn unregister_producer(&self, client_id: &str, group: &str) {
+        let mut s = self.lock();
+        if let Some(members) = s.producers.get_mut(group) {
+            members.remove(client_id);
+            if members.is_empty() {
+                s.producers.remove(group);
+            }
+        }
+    }
+
+    /// One open channel to a member of producer group `group`; successive calls rotate over
+    /// the members (`turn` picks which), so that check-backs spread over them.
+    pub fn producer_channel(&self, group: &str, turn: usize) -> Option<Channel> {
+        let s = self.lock();
+        let live: Vec<&Channel> = s.producers.get(group)?.values().map(|(c, _)| c).filter(|c| !c.is_closed()).collect();
+        let n = live.len();
+        (n > 0).then(|| live.get(turn % n).map(|c| (*c).clone())).flatten()
+    }
+
+    /// The channel of a connected client (producer or consumer), by client id.
+    pub fn client_channel(&self, client_id: &str) -> Option<Channel> {
+        let s = self.lock();
+        let producer = s.producers.values().filter_map(|m| m.get(client_id)).map(|(c, _)| c);
+        let consumer = s.groups.values().filter_map(|g| g.members.get(client_id)).map(|m| &m.channel);
+        producer.chain(consumer).find(|c| !c.is_closed()).cloned()
+    }
+
     pub fn unregister_consumer(&self, client_id: &str, group_name: &str) -> Option<Changed> {
         let mut s = self.lock();
         let group = s.groups.get_mut(group_name)?;
@@ -127,6 +168,10 @@ impl ClientRegistry {
     /// Drops every registration of a closed connection.
     pub fn channel_closed(&self, channel_id: u64) -> Vec<Changed> {
         let mut s = self.lock();
+        for members in s.producers.values_mut() {
+            members.retain(|_, (c, _)| c.id != channel_id);
+        }
+        s.producers.retain(|_, m| !m.is_empty());
         let mut changed = Vec::new();
         for (name, group) in s.groups.iter_mut() {
             let before = group.members.len();
@@ -141,6 +186,10 @@ impl ClientRegistry {
     /// Drops clients whose last heartbeat is too old.
     pub fn expire(&self, now: Instant) -> Vec<Changed> {
         let mut s = self.lock();
+        for members in s.producers.values_mut() {
+            members.retain(|_, (_, seen)| now.duration_since(*seen) <= CLIENT_EXPIRY);
+        }
+        s.producers.retain(|_, m| !m.is_empty());
         let mut changed = Vec::new();
         for (name, group) in s.groups.iter_mut() {
             let before = group.members.len();

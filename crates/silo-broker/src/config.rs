@@ -41,6 +41,9 @@ pub struct BrokerConfig {
     /// `serverSocketBacklog` (1,024): connections the kernel queues for the listeners before
     /// they are accepted; a burst beyond it waits for SYN retransmission (a second or more).
     pub server_socket_backlog: u32,
+    /// `transactionTimeOut`, `transactionCheckInterval`, `transactionCheckMax`,
+    /// `rejectTransactionMessage`.
+    pub transaction: crate::core::transaction::TransactionConfig,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -74,6 +77,7 @@ impl Default for BrokerConfig {
             register_name_server_period: Duration::from_secs(30),
             channel_idle: Duration::from_secs(120),
             server_socket_backlog: 1024,
+            transaction: crate::core::transaction::TransactionConfig::default(),
             clock: silo_store::clock::system(),
         }
     }
@@ -154,6 +158,12 @@ impl BrokerConfig {
             "serverSocketBacklog" => {
                 self.server_socket_backlog = u32::try_from(num(v)?).map_err(|e| e.to_string())?.max(1)
             }
+            "transactionTimeOut" => self.transaction.timeout = Duration::from_millis(num(v)?),
+            "transactionCheckInterval" => self.transaction.check_interval = Duration::from_millis(num(v)?.max(1)),
+            "transactionCheckMax" => {
+                self.transaction.check_max = i32::try_from(num(v)?).map_err(|e| e.to_string())?;
+            }
+            "rejectTransactionMessage" => self.transaction.reject = parse_bool(v)?,
             _ => return Ok(false),
         }
         Ok(true)

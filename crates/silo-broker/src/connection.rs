@@ -113,11 +113,16 @@ impl Channel {
 
     /// A one-way request from the broker to the client.
     pub fn send_oneway_request(&self, code: i32, ext: silo_wire::ExtFields) -> bool {
+        self.send_oneway_request_with_body(code, ext, Body::None)
+    }
+
+    /// A one-way request from the broker to the client, with a body.
+    pub fn send_oneway_request_with_body(&self, code: i32, ext: silo_wire::ExtFields, body: Body) -> bool {
         let opaque = self.opaque.fetch_add(1, Ordering::Relaxed);
         let mut header = RemotingHeader::request(code, opaque);
         header.flag |= silo_wire::header::FLAG_ONEWAY;
         header.ext_fields = ext;
-        self.send(Outgoing { header, body: Body::None })
+        self.send(Outgoing { header, body })
     }
 
     pub fn is_closed(&self) -> bool {

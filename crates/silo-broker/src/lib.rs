@@ -17,6 +17,7 @@ pub mod response;
 pub mod schedule;
 pub mod server;
 pub mod topics;
+pub mod transaction_check;
 
 pub use broker::Broker;
 pub use config::BrokerConfig;

@@ -422,6 +422,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
     tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
     tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
+    tasks.push(tokio::spawn(crate::transaction_check::run(broker.clone(), shutdown_rx.clone())));
     if !broker.config.namesrv_addr.is_empty() {
         tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
     }

@@ -19,6 +19,8 @@ pub mod request {
     pub const UNREGISTER_CLIENT: i32 = 35;
     pub const CONSUMER_SEND_MSG_BACK: i32 = 36;
     pub const END_TRANSACTION: i32 = 37;
+    /// CHECK_TRANSACTION_STATE: the broker asks a producer how a transaction ended.
+    pub const CHECK_TRANSACTION_STATE: i32 = 39;
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
     pub const LOCK_BATCH_MQ: i32 = 41;

@@ -426,6 +426,37 @@ custom_header! {
 }
 
 custom_header! {
+    /// END_TRANSACTION (37), producer to broker, usually one-way. `commitOrRollback`: 8 commit,
+    /// 12 rollback, 0 unknown; the two offsets name the half message (its half-queue offset is
+    /// the send result's queue offset).
+    EndTransactionRequestHeader {
+        topic: Option<String> = "topic",
+        producer_group: String = "producerGroup",
+        tran_state_table_offset: i64 = "tranStateTableOffset",
+        commit_log_offset: i64 = "commitLogOffset",
+        commit_or_rollback: i32 = "commitOrRollback",
+        from_transaction_check: Option<bool> = "fromTransactionCheck",
+        msg_id: Option<String> = "msgId",
+        transaction_id: Option<String> = "transactionId",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
+    /// CHECK_TRANSACTION_STATE (39), broker to producer, one-way; the body is the message in
+    /// the stored record format, with its real topic and queue.
+    CheckTransactionStateRequestHeader {
+        topic: Option<String> = "topic",
+        tran_state_table_offset: i64 = "tranStateTableOffset",
+        commit_log_offset: i64 = "commitLogOffset",
+        msg_id: Option<String> = "msgId",
+        transaction_id: Option<String> = "transactionId",
+        offset_msg_id: Option<String> = "offsetMsgId",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
     /// VIEW_MESSAGE_BY_ID (33): `offset` is the commit-log offset.
     ViewMessageRequestHeader {
         topic: Option<String> = "topic",

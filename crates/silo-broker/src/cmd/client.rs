@@ -59,7 +59,7 @@ impl Broker {
         let opaque = frame.header.opaque;
         let hb: HeartbeatData = try_reply!(super::body(frame));
         let sender = (frame.header.language, frame.header.version);
-        if let Err(e) = self.heartbeat(&hb.client_id, &hb.consumer_data_set, channel, sender) {
+        if let Err(e) = self.heartbeat(&hb.client_id, &hb.producer_data_set, &hb.consumer_data_set, channel, sender) {
             return error_response(opaque, &e);
         }
         let mut out = response::success(opaque);
@@ -71,6 +71,9 @@ impl Broker {
         let h: UnregisterClientRequestHeader = try_reply!(super::header(frame));
         if let Some(group) = &h.consumer_group {
             self.leave_group(&h.client_id, group);
+        }
+        if let Some(group) = &h.producer_group {
+            self.leave_producer_group(&h.client_id, group);
         }
         response::success(frame.header.opaque)
     }

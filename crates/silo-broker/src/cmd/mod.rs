@@ -8,6 +8,7 @@ pub mod offset;
 pub mod pull;
 pub mod send;
 pub mod table;
+pub mod transaction;
 
 use silo_wire::Frame;
 use silo_wire::codes::response as rs;
@@ -28,7 +29,7 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::NoSuchQueue { .. }
         | BrokerError::NoSuchReadQueue { .. } => rs::INVALID_PARAMETER,
         BrokerError::TopicNotExist(_) => rs::TOPIC_NOT_EXIST,
-        BrokerError::WriteForbidden(_) | BrokerError::ReadForbidden(_) | BrokerError::TransactionsUnsupported => {
+        BrokerError::WriteForbidden(_) | BrokerError::ReadForbidden(_) | BrokerError::TransactionsRejected => {
             rs::NO_PERMISSION
         }
         BrokerError::BatchRetryOrDelay | BrokerError::BadBatch(_) | BrokerError::EmptyBatch => rs::MESSAGE_ILLEGAL,
@@ -42,7 +43,12 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::NoConsumer(_) | BrokerError::FilterTypeUnsupported(_) | BrokerError::NoMessageAtOffset { .. } => {
             rs::SYSTEM_ERROR
         }
-        BrokerError::MissingField(_) | BrokerError::QueueCount(_) => rs::INVALID_PARAMETER,
+        BrokerError::MissingField(_) | BrokerError::QueueCount(_) | BrokerError::BadTransactionOutcome(_) => {
+            rs::INVALID_PARAMETER
+        }
+        BrokerError::NoHalfMessage(_) | BrokerError::NotAHalfMessage { .. } | BrokerError::TransactionMismatch(_) => {
+            rs::SYSTEM_ERROR
+        }
         BrokerError::NoTopicHere(_) | BrokerError::TopicNotFound(_) => rs::TOPIC_NOT_EXIST,
         BrokerError::ConsumerNotOnline(_) => rs::CONSUMER_NOT_ONLINE,
         BrokerError::NoMessageForKey => rs::QUERY_NOT_FOUND,

@@ -3,7 +3,7 @@
 //! consumers lock the queues they consume.
 
 use silo_wire::LanguageCode;
-use silo_wire::body::ConsumerData;
+use silo_wire::body::{ConsumerData, ProducerData};
 
 use super::BrokerError;
 use crate::broker::Broker;
@@ -13,16 +13,21 @@ use crate::connection::Channel;
 pub type QueueName = (String, String, i32);
 
 impl Broker {
-    /// A heartbeat from `client_id` over `channel`: every consumer group it reports gets its
-    /// retry topic (so its consumers find a route for it) and is registered with its
-    /// subscriptions; members of groups that changed are told so.
+    /// A heartbeat from `client_id` over `channel`: every producer group it reports is
+    /// registered (check-backs and replies reach it through this channel); every consumer
+    /// group gets its retry topic (so its consumers find a route for it) and is registered with
+    /// its subscriptions; members of groups that changed are told so.
     pub fn heartbeat(
         &self,
         client_id: &str,
+        producers: &[ProducerData],
         consumers: &[ConsumerData],
         channel: &Channel,
         sender: (LanguageCode, i32),
     ) -> Result<(), BrokerError> {
+        for producer in producers {
+            self.clients.register_producer(client_id, &producer.group_name, channel);
+        }
         let mut changed = Vec::new();
         for consumer in consumers {
             let retry = format!("{}{}", silo_store::names::RETRY_PREFIX, consumer.group_name);
@@ -34,6 +39,11 @@ impl Broker {
         }
         self.notify(changed);
         Ok(())
+    }
+
+    /// A client leaves a producer group.
+    pub fn leave_producer_group(&self, client_id: &str, group: &str) {
+        self.clients.unregister_producer(client_id, group);
     }
 
     /// A client leaves a consumer group.

@@ -29,8 +29,20 @@ pub enum BrokerError {
     BadBatch(silo_wire::DecodeError),
     #[error("empty batch")]
     EmptyBatch,
-    #[error("transactional messages are not supported")]
-    TransactionsUnsupported,
+    /// `rejectTransactionMessage` is on (Java's remark).
+    #[error("the broker sending transaction message is forbidden")]
+    TransactionsRejected,
+    /// END_TRANSACTION names a commit-log offset that holds no readable record (Java's remark).
+    #[error("Find prepared transaction message failed: no record at commit-log offset {0}")]
+    NoHalfMessage(i64),
+    /// END_TRANSACTION names a record that is not a half message.
+    #[error("the record at commit-log offset {offset} is not a half message (topic {topic})")]
+    NotAHalfMessage { offset: i64, topic: String },
+    /// END_TRANSACTION whose header does not match the half message (Java's remarks).
+    #[error("{0}")]
+    TransactionMismatch(&'static str),
+    #[error("END_TRANSACTION with commitOrRollback {0}: expected 0, 8 or 12")]
+    BadTransactionOutcome(i32),
     /// CONSUMER_SEND_MSG_BACK for an offset that holds no readable record.
     #[error("look message by offset failed, {0}")]
     NoMessageAt(i64),

@@ -13,5 +13,6 @@ pub mod error;
 pub mod offsets;
 pub mod pull;
 pub mod send;
+pub mod transaction;
 
 pub use error::BrokerError;

@@ -86,6 +86,9 @@ pub enum Destination {
     /// Held in `SCHEDULE_TOPIC_XXXX` queue `level - 1` until due, then moved to its queue
     /// (docs/protocol.md §4.12).
     Delayed { level: i32 },
+    /// A transaction's half message: held in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 until its
+    /// producer commits it ([`super::transaction`]).
+    Half,
 }
 
 /// The decision for one send, made before anything is written.
@@ -125,6 +128,8 @@ pub struct SendPolicy {
     pub auto_create_topic: bool,
     /// The store flushes synchronously: acknowledgements wait for durability.
     pub sync_flush: bool,
+    /// `rejectTransactionMessage`.
+    pub reject_transactions: bool,
 }
 
 /// A topic name the broker accepts from a producer.
@@ -201,10 +206,13 @@ pub fn plan(
             false
         }
         Messages::One(_) => {
-            if view.get(keys::TRAN_MSG).is_some_and(|v| v == "true") {
-                return Err(BrokerError::TransactionsUnsupported);
-            }
-            if let (Some(level), Destination::Queue) = (delay_level, &destination) {
+            let prepared = view.get(keys::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true"));
+            if prepared && destination == Destination::Queue && !is_retry {
+                if policy.reject_transactions {
+                    return Err(BrokerError::TransactionsRejected);
+                }
+                destination = Destination::Half;
+            } else if let (Some(level), Destination::Queue) = (delay_level, &destination) {
                 let level = i32::try_from(level.min(i64::from(MAX_DELAY_LEVEL))).unwrap_or(MAX_DELAY_LEVEL);
                 destination = Destination::Delayed { level };
             }
@@ -268,6 +276,7 @@ impl Broker {
         let policy = SendPolicy {
             auto_create_topic: self.config.auto_create_topic_enable,
             sync_flush: self.store.flush_mode().is_sync(),
+            reject_transactions: self.config.transaction.reject,
         };
         plan(req, &self.topics, policy, |n| self.pick_queue(n))
     }
@@ -282,6 +291,10 @@ impl Broker {
             Destination::DeadLetter { topic } => {
                 self.topics.ensure_system(topic, 1)?;
                 topic.as_str()
+            }
+            Destination::Half => {
+                self.topics.ensure_system(super::transaction::HALF_TOPIC, 1)?;
+                req.topic
             }
             Destination::Queue | Destination::Delayed { .. } => req.topic,
         };
@@ -347,10 +360,28 @@ impl Broker {
                         );
                         (SCHEDULE_TOPIC, level - 1)
                     }
+                    Destination::Half => {
+                        // As Java keeps it: the real topic and queue, and the transaction id
+                        // (the producer's unique key).
+                        let tx_id = add_uniq
+                            .or_else(|| PropertiesView::from_valid(payload.properties).get(keys::UNIQ_KEY))
+                            .unwrap_or("");
+                        let _ = write!(
+                            props,
+                            "{}\u{1}{topic}\u{2}{}\u{1}{queue_id}\u{2}{}\u{1}{tx_id}\u{2}",
+                            keys::REAL_TOPIC,
+                            keys::REAL_QID,
+                            super::transaction::TRANSACTION_ID,
+                        );
+                        (super::transaction::HALF_TOPIC, 0)
+                    }
                     _ => (topic, queue_id),
                 };
-                let r =
-                    self.store.append(&mut conn.appender, &message(req, &payload, store_topic, store_queue, &props));
+                let mut stored = message(req, &payload, store_topic, store_queue, &props);
+                if plan.destination == Destination::Half {
+                    stored.sys_flag &= !silo_wire::record::sys_flag::TRANSACTION_MASK;
+                }
+                let r = self.store.append(&mut conn.appender, &stored);
                 conn.props = props;
                 (r?, 1)
             }
@@ -438,7 +469,7 @@ mod tests {
         Table(t)
     }
 
-    const ASYNC: SendPolicy = SendPolicy { auto_create_topic: true, sync_flush: false };
+    const ASYNC: SendPolicy = SendPolicy { auto_create_topic: true, sync_flush: false, reject_transactions: false };
     const BODY: Payload<'static> = Payload { flag: 0, body: b"x", properties: "" };
     const STORED: MessageToStore<'static> = MessageToStore {
         topic: "Orders",
@@ -565,9 +596,13 @@ mod tests {
     }
 
     #[test]
-    fn transactional_sends_are_refused_until_transactions_exist() {
-        let e = plan(&request("Orders", 0, "TRAN_MSG\u{1}true\u{2}"), &table(), ASYNC, no_pick).unwrap_err();
-        assert!(matches!(e, BrokerError::TransactionsUnsupported));
+    fn a_transactional_send_is_held_as_a_half_message_unless_the_broker_rejects_them() {
+        let p =
+            plan(&request("Orders", 2, "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}p\u{2}"), &table(), ASYNC, no_pick).unwrap();
+        assert_eq!((p.destination, p.queue_id), (Destination::Half, 2));
+        let reject = SendPolicy { reject_transactions: true, ..ASYNC };
+        let e = plan(&request("Orders", 0, "TRAN_MSG\u{1}true\u{2}"), &table(), reject, no_pick).unwrap_err();
+        assert!(matches!(e, BrokerError::TransactionsRejected));
     }
 
     #[test]
