@@ -36,6 +36,11 @@ impl ManualClock {
     pub fn advance(&self, ms: i64) {
         self.0.fetch_add(ms, Ordering::AcqRel);
     }
+
+    /// Moves the clock to `ms` (forward or back).
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::Release);
+    }
 }
 
 impl Clock for ManualClock {

@@ -21,6 +21,7 @@ pub mod index;
 mod mapped;
 pub mod names;
 mod store;
+pub mod timer;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{DiskPolicy, FlushMode, StoreConfig};
