@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Runs the selector fuzz target for SECONDS (default 300), starting from the committed seeds.
+# Needs a nightly toolchain: cargo +nightly fuzz (install with `cargo install cargo-fuzz`).
+set -euo pipefail
+cd "$(dirname "$0")"
+seconds=${1:-300}
+for target in selector; do
+  mkdir -p "corpus/$target"
+  cargo +nightly fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
+    -max_total_time="$seconds" -max_len=4096 -dict=selector.dict -print_final_stats=1 2>&1 | tee "fuzz-$target.log" | grep -E '^(stat::|Done|==|SUMMARY)' || true
+  test -z "$(ls artifacts/$target 2>/dev/null)" || { echo "crash in $target: see artifacts/$target"; exit 1; }
+done
