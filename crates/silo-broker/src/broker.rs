@@ -30,6 +30,8 @@ pub struct Broker {
     pub clients: ClientRegistry,
     /// Pending and recently resolved transactions (rebuilt from the store at start).
     pub transactions: std::sync::Mutex<crate::core::transaction::TxBook>,
+    /// Compiled SQL92 subscriptions.
+    pub selectors: crate::core::filter::SelectorCache,
     /// The name server this broker registers with in-process (embedded mode).
     pub embedded_routes: Option<Arc<RouteTable>>,
     pub started: Instant,
@@ -63,6 +65,7 @@ impl Broker {
             offsets,
             clients: ClientRegistry::new(),
             transactions: std::sync::Mutex::default(),
+            selectors: crate::core::filter::SelectorCache::default(),
             embedded_routes,
             started: Instant::now(),
             stats: Stats::default(),

@@ -32,6 +32,8 @@ pub struct BrokerConfig {
     pub enable_multi_dispatch: bool,
     pub max_message_size: usize,
     pub long_polling_enable: bool,
+    /// `enablePropertyFilter`: SQL92 subscriptions. Off by default in Java, on in Silo.
+    pub enable_property_filter: bool,
     pub region_id: String,
     pub trace_topic_enable: bool,
     /// `traceOn`: reported to producers in every send response (Java's default: true).
@@ -44,6 +46,10 @@ pub struct BrokerConfig {
     /// `transactionTimeOut`, `transactionCheckInterval`, `transactionCheckMax`,
     /// `rejectTransactionMessage`.
     pub transaction: crate::core::transaction::TransactionConfig,
+    /// `timerWheelEnable`, `timerPrecisionMs`, `timerMaxDelaySec`.
+    pub timers: crate::core::send::TimerPolicy,
+    /// `mappedFileSizeTimerLog`: bytes per timer-log file (100 MiB).
+    pub timer_log_file_size: usize,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -71,6 +77,7 @@ impl Default for BrokerConfig {
             enable_multi_dispatch: false,
             max_message_size: 4 * 1024 * 1024,
             long_polling_enable: true,
+            enable_property_filter: true,
             region_id: "DefaultRegion".into(),
             trace_topic_enable: false,
             trace_on: true,
@@ -78,6 +85,8 @@ impl Default for BrokerConfig {
             channel_idle: Duration::from_secs(120),
             server_socket_backlog: 1024,
             transaction: crate::core::transaction::TransactionConfig::default(),
+            timers: crate::core::send::TimerPolicy::default(),
+            timer_log_file_size: silo_store::timer::DEFAULT_TIMER_LOG_FILE_SIZE,
             clock: silo_store::clock::system(),
         }
     }
@@ -151,6 +160,7 @@ impl BrokerConfig {
             "enableMultiDispatch" => self.enable_multi_dispatch = parse_bool(v)?,
             "maxMessageSize" => self.max_message_size = num(v)? as usize,
             "longPollingEnable" => self.long_polling_enable = parse_bool(v)?,
+            "enablePropertyFilter" => self.enable_property_filter = parse_bool(v)?,
             "regionId" => self.region_id = v.into(),
             "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
             "traceOn" => self.trace_on = parse_bool(v)?,
@@ -164,6 +174,15 @@ impl BrokerConfig {
                 self.transaction.check_max = i32::try_from(num(v)?).map_err(|e| e.to_string())?;
             }
             "rejectTransactionMessage" => self.transaction.reject = parse_bool(v)?,
+            "mappedFileSizeTimerLog" => self.timer_log_file_size = num(v)? as usize,
+            "timerWheelEnable" => self.timers.enabled = parse_bool(v)?,
+            "timerPrecisionMs" => {
+                let ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?;
+                self.timers.precision_ms = silo_store::timer::TimerConfig::snap_precision(ms);
+            }
+            "timerMaxDelaySec" => {
+                self.timers.max_delay_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?.saturating_mul(1000);
+            }
             _ => return Ok(false),
         }
         Ok(true)

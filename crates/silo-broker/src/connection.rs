@@ -89,11 +89,13 @@ pub struct Channel {
     tx: mpsc::UnboundedSender<Outgoing>,
     opaque: Arc<AtomicI32>,
     backlog: Arc<Backlog>,
+    /// Requests the broker sent to the client that wait for its answer, by opaque.
+    awaiting: Arc<std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<RemotingHeader>>>>,
 }
 
 impl Channel {
     pub fn new(remote: SocketAddr, id: u64, tx: mpsc::UnboundedSender<Outgoing>) -> Self {
-        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)), backlog: Arc::default() }
+        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)), backlog: Arc::default(), awaiting: Arc::default() }
     }
 
     /// Queues a frame; false if the connection is gone.
@@ -123,6 +125,38 @@ impl Channel {
         header.flag |= silo_wire::header::FLAG_ONEWAY;
         header.ext_fields = ext;
         self.send(Outgoing { header, body })
+    }
+
+    /// A request from the broker to the client whose answer is awaited: the answer's header,
+    /// or `None` if the connection closed or `timeout` passed first.
+    pub async fn request(
+        &self,
+        code: i32,
+        ext: silo_wire::ExtFields,
+        body: Body,
+        timeout: std::time::Duration,
+    ) -> Option<RemotingHeader> {
+        let opaque = self.opaque.fetch_add(1, Ordering::Relaxed);
+        let mut header = RemotingHeader::request(code, opaque);
+        header.ext_fields = ext;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).insert(opaque, tx);
+        let answer = if self.send(Outgoing { header, body }) {
+            tokio::time::timeout(timeout, rx).await.ok().and_then(Result::ok)
+        } else {
+            None
+        };
+        self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&opaque);
+        answer
+    }
+
+    /// The client answered a request of the broker's; an answer nobody waits for (to a
+    /// one-way notification, or after its timeout) is dropped.
+    pub fn answer_arrived(&self, header: RemotingHeader) {
+        let waiting = self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&header.opaque);
+        if let Some(tx) = waiting {
+            let _ = tx.send(header);
+        }
     }
 
     pub fn is_closed(&self) -> bool {

@@ -16,6 +16,7 @@ pub mod offsets;
 pub mod response;
 pub mod schedule;
 pub mod server;
+pub mod timer;
 pub mod topics;
 pub mod transaction_check;
 

@@ -117,7 +117,8 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
             match decoder.decode(&mut buf) {
                 Ok(Some(frame)) => {
                     if frame.header.is_response() {
-                        continue; // answers to our notifications
+                        channel.answer_arrived(frame.header);
+                        continue;
                     }
                     let code = frame.header.code;
                     let out = match &role {
@@ -423,6 +424,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
     tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
     tasks.push(tokio::spawn(crate::transaction_check::run(broker.clone(), shutdown_rx.clone())));
+    tasks.push(tokio::spawn(crate::timer::run(broker.clone(), shutdown_rx.clone())));
     if !broker.config.namesrv_addr.is_empty() {
         tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
     }

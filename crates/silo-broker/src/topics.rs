@@ -41,6 +41,11 @@ pub struct TopicManager {
     state: RwLock<TopicsFile>,
 }
 
+/// The topic replies go to: `<cluster>_REPLY_TOPIC`.
+pub fn reply_topic(cluster: &str) -> String {
+    format!("{cluster}_REPLY_TOPIC")
+}
+
 pub fn topic_config(name: &str, read: i32, write: i32, perm: i32) -> TopicConfig {
     TopicConfig {
         topic_name: name.into(),
@@ -70,6 +75,8 @@ impl TopicManager {
             topic_config(&config.broker_cluster_name, 16, 16, PERM_READ | PERM_WRITE | PERM_INHERIT),
             topic_config(&config.broker_name, 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT),
             topic_config("OFFSET_MOVED_EVENT", 1, 1, PERM_READ | PERM_WRITE | PERM_INHERIT),
+            // Where responders send replies (request-reply, docs/protocol.md §2.14).
+            topic_config(&reply_topic(&config.broker_cluster_name), 1, 1, PERM_READ | PERM_WRITE),
         ];
         if config.auto_create_topic_enable {
             let n = config.default_topic_queue_nums;

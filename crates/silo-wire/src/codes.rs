@@ -49,6 +49,12 @@ pub mod request {
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;
+    /// SEND_REPLY_MESSAGE / _V2: a responder's reply to a request (`producer.request`), to be
+    /// pushed to the requesting client.
+    pub const SEND_REPLY_MESSAGE: i32 = 324;
+    pub const SEND_REPLY_MESSAGE_V2: i32 = 325;
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT: the broker hands a reply to the requester's connection.
+    pub const PUSH_REPLY_MESSAGE_TO_CLIENT: i32 = 326;
     /// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
     pub const GET_TOPIC_CONFIG: i32 = 351;
     pub const LITE_PULL_MESSAGE: i32 = 361;

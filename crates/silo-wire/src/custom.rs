@@ -247,8 +247,9 @@ impl From<SendMessageRequestHeader> for SendMessageRequestHeaderV2 {
     }
 }
 
-/// Request codes whose header is [`SendMessageRequestHeaderV2`].
-pub const SEND_V2_CODES: [i32; 4] = [310, 320, 324, 325];
+/// Request codes whose header is [`SendMessageRequestHeaderV2`]: SEND_MESSAGE_V2,
+/// SEND_BATCH_MESSAGE and SEND_REPLY_MESSAGE_V2 (SEND_REPLY_MESSAGE, 324, has the long names).
+pub const SEND_V2_CODES: [i32; 3] = [310, 320, 325];
 
 impl SendMessageRequestHeader {
     /// Reads the send header of either naming, chosen by the request code.
@@ -439,6 +440,27 @@ custom_header! {
         msg_id: Option<String> = "msgId",
         transaction_id: Option<String> = "transactionId",
         broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker to the requesting client: a reply, with the
+    /// replier's send header and the hosts as `/ip:port` text; the body is the reply's body.
+    ReplyMessageRequestHeader {
+        producer_group: String = "producerGroup",
+        topic: String = "topic",
+        default_topic: String = "defaultTopic",
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        queue_id: i32 = "queueId",
+        sys_flag: i32 = "sysFlag",
+        born_timestamp: i64 = "bornTimestamp",
+        flag: i32 = "flag",
+        properties: Option<String> = "properties",
+        reconsume_times: Option<i32> = "reconsumeTimes",
+        unit_mode: Option<bool> = "unitMode",
+        born_host: String = "bornHost",
+        store_host: String = "storeHost",
+        store_timestamp: i64 = "storeTimestamp",
     }
 }
 

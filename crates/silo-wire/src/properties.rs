@@ -39,6 +39,29 @@ pub mod keys {
     pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
     pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
     pub const POP_CK: &str = "POP_CK";
+    /// Timer messages (5.x): an absolute delivery time in ms, or a delay in s or ms.
+    pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+    pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+    pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+    /// The wheel slot a timer message waits for (set by the broker).
+    pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+    /// When the timer was enqueued in the wheel and when it fired (set by the broker).
+    pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+    pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+    /// How often a far timer has been put back into the timer topic on its way.
+    pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+    /// A recall's delete marker: the key of the timer it cancels.
+    pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
+    /// Request-reply: the request's id, copied into its reply.
+    pub const CORRELATION_ID: &str = "CORRELATION_ID";
+    /// Request-reply: the client id of the requester, where the reply is pushed.
+    pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+    /// Request-reply: how long the requester waits, in ms.
+    pub const TTL: &str = "TTL";
+    /// `reply` on a reply message.
+    pub const MSG_TYPE: &str = "MSG_TYPE";
+    /// When the broker pushed a reply (ms), added to the pushed reply.
+    pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
     /// Prefix of client-local keys that are never stored.
     pub const TRANSIENT_PREFIX: &str = "__RMQ.TRANSIENT.";
 }

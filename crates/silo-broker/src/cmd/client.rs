@@ -81,8 +81,8 @@ impl Broker {
     pub(crate) fn check_client_config(&self, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let req: CheckClientConfig = try_reply!(super::body(frame));
-        let expression_type = req.subscription_data.and_then(|s| s.expression_type);
-        match self.check_filter(expression_type.as_deref()) {
+        let sub = req.subscription_data.unwrap_or_default();
+        match self.check_filter(&sub.sub_string, sub.expression_type.as_deref()) {
             Ok(()) => response::success(opaque),
             Err(e) => error_response(opaque, &e),
         }

@@ -6,6 +6,7 @@ pub mod dispatch;
 pub mod namesrv;
 pub mod offset;
 pub mod pull;
+pub mod reply;
 pub mod send;
 pub mod table;
 pub mod transaction;
@@ -32,7 +33,11 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::WriteForbidden(_) | BrokerError::ReadForbidden(_) | BrokerError::TransactionsRejected => {
             rs::NO_PERMISSION
         }
-        BrokerError::BatchRetryOrDelay | BrokerError::BadBatch(_) | BrokerError::EmptyBatch => rs::MESSAGE_ILLEGAL,
+        BrokerError::BatchRetryOrDelay
+        | BrokerError::BadBatch(_)
+        | BrokerError::EmptyBatch
+        | BrokerError::TimerIllegal(_) => rs::MESSAGE_ILLEGAL,
+        BrokerError::TimersDisabled => rs::SYSTEM_ERROR,
         BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt | BrokerError::FilterUnsupported => {
             rs::SYSTEM_ERROR
         }

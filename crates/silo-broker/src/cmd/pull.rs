@@ -100,14 +100,14 @@ impl Broker {
             Err(out) => return Some(out),
         };
         let req = request_of(&h);
-        let codes = match self.pull_filter(&req) {
+        let filter = match self.pull_filter(&req) {
             Ok(c) => c,
             Err(e) => return Some(error_response(opaque, &e)),
         };
         if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 {
             self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
-        let pulled = self.read_queue(&req, codes.as_deref());
+        let pulled = self.read_queue(&req, &filter);
         let Some(wait) = self.empty_pull_waits(&req, &pulled) else {
             return Some(encode(opaque, pulled, frame.header.ext_fields));
         };
@@ -115,7 +115,7 @@ impl Broker {
         let broker = Arc::clone(self);
         let channel = channel.clone();
         tokio::spawn(async move {
-            let pulled = broker.pull_after(&request_of(&h), codes.as_deref(), wait).await;
+            let pulled = broker.pull_after(&request_of(&h), &filter, wait).await;
             channel.send(encode(opaque, pulled, ExtFields::new()));
         });
         None

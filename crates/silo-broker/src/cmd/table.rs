@@ -100,6 +100,8 @@ pub static REQUESTS: &[Request] = &[
     broker(rq::QUERY_TOPIC_CONSUME_BY_WHO, "QUERY_TOPIC_CONSUME_BY_WHO", |b, _, _, f| Some(b.topic_consumed_by(&f))),
     broker(rq::SEND_MESSAGE_V2, "SEND_MESSAGE_V2", |b, c, ch, f| b.send_message(c, ch, f)),
     broker(rq::SEND_BATCH_MESSAGE, "SEND_BATCH_MESSAGE", |b, c, ch, f| b.send_message(c, ch, f)),
+    broker(rq::SEND_REPLY_MESSAGE, "SEND_REPLY_MESSAGE", |b, c, ch, f| b.send_reply(c, ch, f)),
+    broker(rq::SEND_REPLY_MESSAGE_V2, "SEND_REPLY_MESSAGE_V2", |b, c, ch, f| b.send_reply(c, ch, f)),
     broker(rq::GET_TOPIC_CONFIG, "GET_TOPIC_CONFIG", |b, _, _, f| Some(b.topic_config(&f))),
     broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
 ];
@@ -164,6 +166,8 @@ mod tests {
             rq::DELETE_TOPIC_IN_BROKER,
             rq::QUERY_TOPIC_CONSUME_BY_WHO,
             rq::GET_TOPIC_CONFIG,
+            rq::SEND_REPLY_MESSAGE,
+            rq::SEND_REPLY_MESSAGE_V2,
         ];
         for code in answered {
             assert!(matches!(find(code).map(|r| r.handler), Some(Handler::Broker(_))), "broker code {code}");

@@ -61,12 +61,11 @@ impl Broker {
         Ok(ids)
     }
 
-    /// Whether the broker can filter by a subscription of `expression_type` (only TAG).
-    pub fn check_filter(&self, expression_type: Option<&str>) -> Result<(), BrokerError> {
-        match expression_type {
-            Some(t) if t != "TAG" => Err(BrokerError::FilterTypeUnsupported(t.to_owned())),
-            _ => Ok(()),
-        }
+    /// CHECK_CLIENT_CONFIG: whether the broker can filter by this subscription (a TAG
+    /// expression, or an SQL92 one that compiles while `enablePropertyFilter` is on).
+    pub fn check_filter(&self, expression: &str, expression_type: Option<&str>) -> Result<(), BrokerError> {
+        super::filter::filter_for(&self.selectors, expression, expression_type, self.config.enable_property_filter)
+            .map(drop)
     }
 
     /// Locks `queues` for `client_id` of `group` (orderly consumption); returns those granted.

@@ -41,6 +41,13 @@ pub enum BrokerError {
     /// END_TRANSACTION whose header does not match the half message (Java's remarks).
     #[error("{0}")]
     TransactionMismatch(&'static str),
+    /// A timer message whose delivery time is not a number or too far away (Java's
+    /// WHEEL_TIMER_MSG_ILLEGAL).
+    #[error("timer message illegal: {0}")]
+    TimerIllegal(String),
+    /// `timerWheelEnable` is off (Java's WHEEL_TIMER_NOT_ENABLE).
+    #[error("accurate timer message is not enabled, timerWheelEnable is false")]
+    TimersDisabled,
     #[error("END_TRANSACTION with commitOrRollback {0}: expected 0, 8 or 12")]
     BadTransactionOutcome(i32),
     /// CONSUMER_SEND_MSG_BACK for an offset that holds no readable record.

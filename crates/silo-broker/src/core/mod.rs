@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod clients;
 pub mod error;
+pub mod filter;
 pub mod offsets;
 pub mod pull;
 pub mod send;

@@ -8,10 +8,11 @@
 
 use std::time::Duration;
 
-use silo_store::{GetStatus, MessageRef, TagFilter};
+use silo_store::{GetStatus, MessageRef};
 use silo_wire::checksum::java_string_hash;
 
 use super::BrokerError;
+use super::filter::{PullFilter, filter_for, is_sql};
 use crate::broker::Broker;
 use crate::topics::{PERM_READ, TopicQueues};
 
@@ -98,9 +99,8 @@ pub struct Wait {
 }
 
 impl Broker {
-    /// Checks the pull against the topic and the subscription; returns the tag codes it keeps
-    /// (`None`: all).
-    pub fn pull_filter(&self, req: &PullRequest<'_>) -> Result<Option<Vec<i64>>, BrokerError> {
+    /// Checks the pull against the topic and the subscription; returns what it keeps.
+    pub fn pull_filter(&self, req: &PullRequest<'_>) -> Result<PullFilter, BrokerError> {
         let lmq = || TopicQueues { read_queue_nums: 1, write_queue_nums: 1, perm: 6 };
         let Some(tc) = self.topics.queues(req.topic).or_else(|| silo_store::names::is_lmq(req.topic).then(lmq)) else {
             return Err(BrokerError::TopicNotExist(req.topic.to_owned()));
@@ -115,12 +115,15 @@ impl Broker {
                 read_queues: tc.read_queue_nums,
             });
         }
+        // As in Java (`filterSupportRetry` off): a retry topic is not filtered by SQL92.
+        let sql_applies = !req.topic.starts_with(silo_store::names::RETRY_PREFIX);
+        let sql_enabled = self.config.enable_property_filter;
         match req.subscription {
             Subscription::Given { expression, expression_type } => {
-                if expression_type.is_some_and(|t| t != "TAG") {
-                    return Err(BrokerError::SubscriptionParseFailed("only TAG expressions are supported".into()));
+                if is_sql(expression_type) && !sql_applies {
+                    return Ok(PullFilter::All);
                 }
-                Ok(parse_tags(expression))
+                filter_for(&self.selectors, expression, expression_type, sql_enabled)
             }
             Subscription::Registered { sub_version } => {
                 let Some(sub) = self.clients.subscription(req.group, req.topic) else {
@@ -129,26 +132,26 @@ impl Broker {
                         topic: req.topic.to_owned(),
                     });
                 };
-                // A subscription registered with another expression type (SQL92): say so, as
-                // the Java broker does, rather than filter by a "tag" that is an SQL text.
-                if sub.expression_type.as_deref().is_some_and(|t| t != "TAG") {
-                    return Err(BrokerError::FilterUnsupported);
-                }
                 if sub.sub_version < sub_version {
                     return Err(BrokerError::SubscriptionNotLatest);
                 }
-                Ok(parse_tags(&sub.sub_string))
+                let expression_type = sub.expression_type.as_deref();
+                if is_sql(expression_type) && !sql_applies {
+                    return Ok(PullFilter::All);
+                }
+                filter_for(&self.selectors, &sub.sub_string, expression_type, sql_enabled)
             }
         }
     }
 
     /// One read of the queue (the status table of docs/protocol.md §2.3).
-    pub fn read_queue(&self, req: &PullRequest<'_>, codes: Option<&[i64]>) -> Pulled {
-        let filter = codes.map_or(TagFilter::All, TagFilter::Codes);
+    pub fn read_queue(&self, req: &PullRequest<'_>, filter: &PullFilter) -> Pulled {
         let max = usize::try_from(req.max_messages).unwrap_or(32).clamp(1, 1024);
         let max_bytes =
             req.max_bytes.and_then(|b| usize::try_from(b).ok()).unwrap_or(MAX_PULL_BYTES).min(MAX_PULL_BYTES);
-        let r = self.store.get_messages(req.topic, req.queue_id, req.queue_offset, max, max_bytes, filter);
+        let r = filter.with_store_filter(|f| {
+            self.store.get_messages(req.topic, req.queue_id, req.queue_offset, max, max_bytes, f)
+        });
         let (status, next) = match r.status {
             GetStatus::Found => (PullStatus::Found, r.next_begin_offset),
             GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving => {
@@ -192,10 +195,10 @@ impl Broker {
     }
 
     /// Waits as `wait` says, then reads again.
-    pub async fn pull_after(&self, req: &PullRequest<'_>, codes: Option<&[i64]>, wait: Wait) -> Pulled {
+    pub async fn pull_after(&self, req: &PullRequest<'_>, filter: &PullFilter, wait: Wait) -> Pulled {
         if wait.catch_up {
             self.store.caught_up(CATCH_UP).await;
-            let pulled = self.read_queue(req, codes);
+            let pulled = self.read_queue(req, filter);
             if wait.hold.is_none() || pulled.status != PullStatus::NoNewMessage {
                 return pulled;
             }
@@ -203,9 +206,9 @@ impl Broker {
         if let Some(hold) = wait.hold {
             self.store.wait_for_message(req.topic, req.queue_id, req.queue_offset, hold).await;
         }
-        // FOUND, or NoNewMessage after the hold time (a message the tag filter rejects comes
-        // back as RetryImmediately, past it).
-        self.read_queue(req, codes)
+        // FOUND, or NoNewMessage after the hold time (a message the filter rejects comes back
+        // as RetryImmediately, past it).
+        self.read_queue(req, filter)
     }
 }
 

@@ -89,6 +89,9 @@ pub enum Destination {
     /// A transaction's half message: held in `RMQ_SYS_TRANS_HALF_TOPIC` queue 0 until its
     /// producer commits it ([`super::transaction`]).
     Half,
+    /// A 5.x timer message: held in `rmq_sys_wheel_timer` queue 0 until `out_ms` (the
+    /// delivery time as the timer wheel keeps it, see [`timer_out_ms`]), then moved to its queue.
+    Timer { out_ms: i64 },
 }
 
 /// The decision for one send, made before anything is written.
@@ -130,6 +133,51 @@ pub struct SendPolicy {
     pub sync_flush: bool,
     /// `rejectTransactionMessage`.
     pub reject_transactions: bool,
+    /// Timer messages (`timerWheelEnable`, `timerPrecisionMs`, `timerMaxDelaySec`).
+    pub timers: TimerPolicy,
+    /// The broker's clock, for timer messages' delays.
+    pub now_ms: i64,
+}
+
+/// How timer messages are admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimerPolicy {
+    pub enabled: bool,
+    pub precision_ms: i64,
+    pub max_delay_ms: i64,
+}
+
+impl Default for TimerPolicy {
+    /// Java's: on, 1 s precision, 3 days at most.
+    fn default() -> Self {
+        Self { enabled: true, precision_ms: 1000, max_delay_ms: 3 * 24 * 3600 * 1000 }
+    }
+}
+
+/// The delivery time a timer message asks for (`TIMER_DELAY_SEC`, else `TIMER_DELAY_MS`, else
+/// `TIMER_DELIVER_MS`, as Java reads them), `None` if it sets none of the three.
+pub fn timer_deliver_ms(view: &PropertiesView<'_>, now_ms: i64) -> Option<Result<i64, BrokerError>> {
+    let bad = |key: &'static str, v: &str| BrokerError::TimerIllegal(format!("{key}={v:?} is not a number"));
+    if let Some(v) = view.get(keys::TIMER_DELAY_SEC) {
+        return Some(
+            v.parse::<i64>()
+                .map(|s| now_ms.saturating_add(s.saturating_mul(1000)))
+                .map_err(|_| bad(keys::TIMER_DELAY_SEC, v)),
+        );
+    }
+    if let Some(v) = view.get(keys::TIMER_DELAY_MS) {
+        return Some(v.parse::<i64>().map(|ms| now_ms.saturating_add(ms)).map_err(|_| bad(keys::TIMER_DELAY_MS, v)));
+    }
+    let v = view.get(keys::TIMER_DELIVER_MS)?;
+    Some(v.parse::<i64>().map_err(|_| bad(keys::TIMER_DELIVER_MS, v)))
+}
+
+/// The slot time the timer wheel keeps for a delivery time: rounded down to the precision, and
+/// one step earlier when it is an exact multiple (Java's encoding: a slot fires once the clock
+/// has passed it by a whole step, so the message is never early and at most one step late).
+pub fn timer_out_ms(deliver_ms: i64, precision_ms: i64) -> i64 {
+    let p = precision_ms.max(1);
+    if deliver_ms.rem_euclid(p) == 0 { deliver_ms - p } else { deliver_ms.div_euclid(p) * p }
 }
 
 /// A topic name the broker accepts from a producer.
@@ -215,6 +263,23 @@ pub fn plan(
             } else if let (Some(level), Destination::Queue) = (delay_level, &destination) {
                 let level = i32::try_from(level.min(i64::from(MAX_DELAY_LEVEL))).unwrap_or(MAX_DELAY_LEVEL);
                 destination = Destination::Delayed { level };
+            } else if destination == Destination::Queue
+                && view.get(keys::TIMER_OUT_MS).is_none()
+                && let Some(deliver) = timer_deliver_ms(&view, policy.now_ms)
+            {
+                if !policy.timers.enabled {
+                    return Err(BrokerError::TimersDisabled);
+                }
+                let deliver = deliver?;
+                if deliver > policy.now_ms {
+                    if deliver - policy.now_ms > policy.timers.max_delay_ms {
+                        return Err(BrokerError::TimerIllegal(format!(
+                            "the delay time should not be bigger than the max delay {}ms",
+                            policy.timers.max_delay_ms
+                        )));
+                    }
+                    destination = Destination::Timer { out_ms: timer_out_ms(deliver, policy.timers.precision_ms) };
+                }
             }
             view.get(keys::UNIQ_KEY).is_none()
         }
@@ -277,6 +342,8 @@ impl Broker {
             auto_create_topic: self.config.auto_create_topic_enable,
             sync_flush: self.store.flush_mode().is_sync(),
             reject_transactions: self.config.transaction.reject,
+            timers: self.config.timers,
+            now_ms: self.config.clock.now_ms(),
         };
         plan(req, &self.topics, policy, |n| self.pick_queue(n))
     }
@@ -294,6 +361,10 @@ impl Broker {
             }
             Destination::Half => {
                 self.topics.ensure_system(super::transaction::HALF_TOPIC, 1)?;
+                req.topic
+            }
+            Destination::Timer { .. } => {
+                self.topics.ensure_system(silo_store::timer::TIMER_TOPIC, 1)?;
                 req.topic
             }
             Destination::Queue | Destination::Delayed { .. } => req.topic,
@@ -374,6 +445,16 @@ impl Broker {
                             super::transaction::TRANSACTION_ID,
                         );
                         (super::transaction::HALF_TOPIC, 0)
+                    }
+                    Destination::Timer { out_ms } => {
+                        let _ = write!(
+                            props,
+                            "{}\u{1}{out_ms}\u{2}{}\u{1}{topic}\u{2}{}\u{1}{queue_id}\u{2}",
+                            keys::TIMER_OUT_MS,
+                            keys::REAL_TOPIC,
+                            keys::REAL_QID
+                        );
+                        (silo_store::timer::TIMER_TOPIC, 0)
                     }
                     _ => (topic, queue_id),
                 };
@@ -469,7 +550,13 @@ mod tests {
         Table(t)
     }
 
-    const ASYNC: SendPolicy = SendPolicy { auto_create_topic: true, sync_flush: false, reject_transactions: false };
+    const ASYNC: SendPolicy = SendPolicy {
+        auto_create_topic: true,
+        sync_flush: false,
+        reject_transactions: false,
+        timers: TimerPolicy { enabled: true, precision_ms: 1000, max_delay_ms: 3 * 24 * 3600 * 1000 },
+        now_ms: 1_000_000,
+    };
     const BODY: Payload<'static> = Payload { flag: 0, body: b"x", properties: "" };
     const STORED: MessageToStore<'static> = MessageToStore {
         topic: "Orders",
@@ -603,6 +690,33 @@ mod tests {
         let reject = SendPolicy { reject_transactions: true, ..ASYNC };
         let e = plan(&request("Orders", 0, "TRAN_MSG\u{1}true\u{2}"), &table(), reject, no_pick).unwrap_err();
         assert!(matches!(e, BrokerError::TransactionsRejected));
+    }
+
+    #[test]
+    fn a_timer_message_waits_in_the_timer_topic_never_early_and_within_the_maximum_delay() {
+        let at = |props: &str| plan(&request("Orders", 1, props), &table(), ASYNC, no_pick).map(|p| p.destination);
+        // 10 s from now (1_000_000): an exact multiple of the precision, kept one step earlier.
+        assert_eq!(at("TIMER_DELAY_SEC\u{1}10\u{2}").unwrap(), Destination::Timer { out_ms: 1_009_000 });
+        assert_eq!(at("TIMER_DELAY_MS\u{1}2500\u{2}").unwrap(), Destination::Timer { out_ms: 1_002_000 });
+        assert_eq!(at("TIMER_DELIVER_MS\u{1}1003001\u{2}").unwrap(), Destination::Timer { out_ms: 1_003_000 });
+        // In the past: delivered at once.
+        assert_eq!(at("TIMER_DELIVER_MS\u{1}5\u{2}").unwrap(), Destination::Queue);
+        // A delay level wins over the timer properties, as in Java.
+        assert_eq!(at("DELAY\u{1}2\u{2}TIMER_DELAY_SEC\u{1}10\u{2}").unwrap(), Destination::Delayed { level: 2 });
+        assert!(matches!(at("TIMER_DELAY_SEC\u{1}ten\u{2}"), Err(BrokerError::TimerIllegal(_))));
+        assert!(matches!(at("TIMER_DELAY_SEC\u{1}259201\u{2}"), Err(BrokerError::TimerIllegal(_))));
+        assert_eq!(at("TIMER_DELAY_SEC\u{1}259200\u{2}").unwrap(), Destination::Timer { out_ms: 260_199_000 });
+        let off = SendPolicy { timers: TimerPolicy { enabled: false, ..ASYNC.timers }, ..ASYNC };
+        let e = plan(&request("Orders", 1, "TIMER_DELAY_SEC\u{1}1\u{2}"), &table(), off, no_pick).unwrap_err();
+        assert!(matches!(e, BrokerError::TimersDisabled));
+    }
+
+    #[test]
+    fn a_timer_slot_is_never_before_its_delivery_time_less_one_step() {
+        for d in [1_000, 1_001, 1_999, 2_000, 123_456_789] {
+            let out = timer_out_ms(d, 1000);
+            assert!(out + 1000 >= d && out < d && out % 1000 == 0, "{d} -> {out}");
+        }
     }
 
     #[test]

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use silo_wire::properties::PropertiesView;
 use silo_wire::record::{Decoded, decode_record};
 
 use super::inner::Inner;
@@ -73,19 +74,44 @@ pub struct GetResult {
     pub total_bytes: usize,
 }
 
-/// Which tags codes a read returns.
-#[derive(Debug, Clone, Copy)]
+/// Which messages a read returns: by the tags code in the consume queue, or by the stored
+/// record's properties (an SQL92 subscription).
+#[derive(Clone, Copy)]
 pub enum TagFilter<'a> {
     All,
     /// Codes of the subscribed tags; messages without a tag (code 0) always match.
     Codes(&'a [i64]),
+    /// A test of each record's properties, read from the mapped log without copying.
+    Properties(&'a (dyn Fn(PropertiesView<'_>) -> bool + Sync)),
+}
+
+impl std::fmt::Debug for TagFilter<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::All => f.write_str("All"),
+            Self::Codes(c) => f.debug_tuple("Codes").field(c).finish(),
+            Self::Properties(_) => f.write_str("Properties(..)"),
+        }
+    }
 }
 
 impl TagFilter<'_> {
     fn matches(&self, code: i64) -> bool {
         match self {
-            Self::All => true,
+            Self::All | Self::Properties(_) => true,
             Self::Codes(codes) => code == 0 || codes.contains(&code),
+        }
+    }
+
+    /// The second stage, on the record itself: a record whose properties do not decode
+    /// matches no property test.
+    fn matches_record(&self, record: &[u8]) -> bool {
+        match self {
+            Self::All | Self::Codes(_) => true,
+            Self::Properties(test) => match decode_record(record, 0) {
+                Ok(Decoded::Record(rec)) => test(rec.properties),
+                _ => false,
+            },
         }
     }
 }
@@ -189,6 +215,7 @@ impl Inner {
                 return true;
             }
             match self.record_ref(unit.commit_log_offset, unit.size) {
+                Some(m) if !filter.matches_record(&m) => {}
                 Some(mut m) => {
                     m.queue_offset = at;
                     m.tags_code = unit.tags_code;
