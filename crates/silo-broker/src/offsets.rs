@@ -61,6 +61,19 @@ impl OffsetManager {
         s.offset_table.keys().filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned)).collect()
     }
 
+    /// Forgets every group's offsets of `topic` (the topic was deleted).
+    pub fn remove_topic(&self, topic: &str) -> usize {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let prefix = format!("{topic}@");
+        let before = s.offset_table.len();
+        s.offset_table.retain(|k, _| !k.starts_with(&prefix));
+        let removed = before - s.offset_table.len();
+        if removed > 0 {
+            self.dirty.store(true, Ordering::Release);
+        }
+        removed
+    }
+
     /// Writes the file if anything changed since the last write.
     pub fn persist(&self) -> Result<(), silo_store::StoreError> {
         if !self.dirty.swap(false, Ordering::AcqRel) {

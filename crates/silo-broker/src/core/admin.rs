@@ -52,9 +52,15 @@ impl Broker {
         Ok(())
     }
 
+    /// Deletes a topic as Apache's broker does: its config, its consume queues and every
+    /// group's committed offsets of it (its records stay in the commit log until retention).
     pub fn delete_topic(&self, topic: &str) -> Result<(), BrokerError> {
         self.topics.delete(topic)?;
         self.register_routes_if_changed();
+        let queues = self.store.delete_topic(topic)?;
+        let offsets = self.offsets.remove_topic(topic);
+        self.offsets.persist()?;
+        tracing::info!(topic, queues, offsets, "topic deleted");
         Ok(())
     }
 

@@ -114,6 +114,8 @@ pub trait Fs: Send + Sync + Debug {
     fn extend(&self, path: &Path, len: u64) -> io::Result<()>;
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
     fn remove_file(&self, path: &Path) -> io::Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> io::Result<()>;
     /// Makes the directory's entries (creations, renames, removals) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
     fn map_file(&self, path: &Path, size: usize, mode: MapMode) -> io::Result<Box<dyn Region>>;

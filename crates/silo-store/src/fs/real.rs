@@ -43,6 +43,10 @@ impl Fs for RealFs {
         std::fs::create_dir_all(dir)
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        std::fs::remove_dir(dir)
+    }
+
     fn list_dir(&self, dir: &Path) -> io::Result<Vec<PathBuf>> {
         std::fs::read_dir(dir)?.map(|e| e.map(|e| e.path())).collect()
     }

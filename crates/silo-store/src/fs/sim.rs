@@ -498,6 +498,16 @@ impl Fs for SimFs {
         m.live.remove(path).map(|_| ()).ok_or_else(|| not_found(path))
     }
 
+    fn remove_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut m = self.machine();
+        self.op(&mut m)?;
+        let occupied = m.live.keys().chain(m.dirs.iter()).any(|p| p.parent() == Some(dir));
+        if occupied {
+            return Err(io::Error::new(io::ErrorKind::DirectoryNotEmpty, format!("{} is not empty", dir.display())));
+        }
+        if m.dirs.remove(dir) { Ok(()) } else { Err(not_found(dir)) }
+    }
+
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         let mut m = self.machine();
         self.op(&mut m)?;

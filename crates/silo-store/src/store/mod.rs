@@ -274,6 +274,34 @@ impl Store {
         self.inner.existing_queue(topic, queue_id).map_or(0, |q| q.min_offset())
     }
 
+    /// Deletes topic `topic`'s consume queues (their files and directories) and forgets its
+    /// queue offsets, as Java's broker does when a topic is deleted; the records stay in the
+    /// commit log until retention removes them. Returns how many queues were removed. Waits
+    /// (up to a second) for dispatch first, so that what was appended before does not make a
+    /// queue again.
+    pub fn delete_topic(&self, topic: &str) -> Result<usize> {
+        self.wait_dispatched(Duration::from_secs(1));
+        let removed = self.inner.queues.write().unwrap_or_else(|e| e.into_inner()).remove(topic);
+        self.inner.writer.state.lock().unwrap_or_else(|e| e.into_inner()).queue_offsets.remove(topic);
+        let fs = &self.inner.config.fs;
+        let dir = self.inner.config.consume_queue_dir().join(topic);
+        let mut count = 0;
+        for cq in removed.into_iter().flatten().flatten() {
+            cq.reset()?;
+            count += 1;
+        }
+        if let Ok(queues) = fs.list_dir(&dir) {
+            for q in queues {
+                if fs.is_dir(&q) {
+                    let _ = fs.remove_dir(&q);
+                }
+            }
+            let _ = fs.remove_dir(&dir);
+            let _ = fs.sync_dir(&self.inner.config.consume_queue_dir());
+        }
+        Ok(count)
+    }
+
     /// The next queue offset the append path will assign (ahead of the consume queue until
     /// dispatch catches up).
     pub fn next_queue_offset(&self, topic: &str, queue_id: i32) -> i64 {

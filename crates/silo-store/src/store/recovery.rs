@@ -176,12 +176,13 @@ impl Inner {
         for q in self.all_queues() {
             q.truncate_beyond(end)?;
         }
-        // Pass 2: re-dispatch. After a clean shutdown everything was dispatched, except what
-        // lies past the queues' coverage; after a crash, everything from the walk start
-        // (units already present are skipped, so this is idempotent).
-        // Re-dispatch from the walk start in both cases: a unit already present is skipped, so
-        // this only fills in what the queues miss (after a crash, or a lost queue file).
-        let redispatch_from = walk_from;
+        // Pass 2: re-dispatch. After a crash, everything from the walk start: a unit already
+        // present is skipped, so this only fills in what the queues miss (a queue file's pages
+        // lost with the power). After a clean shutdown everything was dispatched up to the
+        // queues' furthest coverage, and only what lies past it is dispatched again, as in
+        // Java: so a deleted topic's records do not make its queues again.
+        let covered = self.all_queues().iter().map(|q| q.max_physical_end()).max().unwrap_or(0);
+        let redispatch_from = if abnormal { walk_from } else { covered.clamp(walk_from, end) };
         if abnormal && let Some(index) = &self.index {
             let mut index = index.lock().unwrap_or_else(|e| e.into_inner());
             index.discard_newer_than(checkpoint.index_msg_timestamp)?;
