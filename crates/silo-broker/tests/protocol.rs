@@ -394,3 +394,74 @@ async fn idle_connections_are_closed() {
     let waited = started.elapsed();
     assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(5), "{waited:?}");
 }
+
+/// Pull of `topic` queue 0 from 0 with an SQL92 subscription in the header.
+fn sql_pull(topic: &str, sql: &str) -> PullMessageRequestHeader {
+    PullMessageRequestHeader {
+        subscription: Some(sql.into()),
+        expression_type: Some("SQL92".into()),
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        ..pull_header(topic, 0, 0, false)
+    }
+}
+
+fn records(body: &[u8]) -> Vec<String> {
+    silo_wire::record::RecordWalker::new(body).map(|rec| String::from_utf8(rec.body.to_vec()).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn bad_selectors_transaction_ends_and_timer_properties_get_clear_errors_and_nothing_acknowledged_is_lost() {
+    let cluster = start().await;
+    let mut c = Client::connect(cluster.broker).await;
+    for i in 0..10 {
+        let h = send_header("Guarded", 0, &format!("a\u{1}{i}\u{2}"));
+        let r = c.call(rq::SEND_MESSAGE_V2, &h, format!("m{i}").as_bytes(), SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    }
+
+    // Selectors: too long, too deep, not the language.
+    let long = format!("a = '{}'", "x".repeat(100 * 1024));
+    let deep = format!("{}a = 1{}", "(".repeat(100_000), ")".repeat(100_000));
+    for (sql, what) in [(long.as_str(), "64"), (deep.as_str(), "deep"), ("a ~ 1", "~"), ("a IN (1, 2)", "IN")] {
+        let r = c.call(rq::PULL_MESSAGE, &sql_pull("Guarded", sql), &[], SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::SUBSCRIPTION_PARSE_FAILED, "{}", &sql[..sql.len().min(40)]);
+        let remark = r.header.remark.unwrap_or_default();
+        assert!(remark.contains("offset") || remark.contains(what), "no position in {remark:?}");
+        assert!(remark.len() < 1024, "the remark echoes a huge selector: {} bytes", remark.len());
+    }
+    let r = c.call(rq::PULL_MESSAGE, &sql_pull("Guarded", "a > 6 OR a = 2"), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    assert_eq!(records(&r.body), ["m2", "m7", "m8", "m9"]);
+
+    // END_TRANSACTION naming records that are not half messages, or nothing at all.
+    for offset in [0i64, 17, 1 << 40] {
+        let h = EndTransactionRequestHeader {
+            producer_group: "pg".into(),
+            tran_state_table_offset: 0,
+            commit_log_offset: offset,
+            commit_or_rollback: 8,
+            ..Default::default()
+        };
+        let r = c.call(rq::END_TRANSACTION, &h, &[], SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::SYSTEM_ERROR, "offset {offset}");
+        assert!(r.header.remark.as_deref().is_some_and(|m| m.contains(&offset.to_string()) || m.contains("half")));
+    }
+    let bad_outcome = EndTransactionRequestHeader { commit_or_rollback: 5, ..Default::default() };
+    let r = c.call(rq::END_TRANSACTION, &bad_outcome, &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::INVALID_PARAMETER);
+
+    // Timer properties that are not numbers, or too far away.
+    for props in
+        ["TIMER_DELAY_SEC\u{1}soon\u{2}", "TIMER_DELIVER_MS\u{1}99999999999999999\u{2}", "TIMER_DELAY_MS\u{1}-\u{2}"]
+    {
+        let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Guarded", 0, props), b"timer", SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::MESSAGE_ILLEGAL, "{props:?}: {:?}", r.header.remark);
+    }
+
+    // Everything acknowledged is there, nothing refused is, and the broker still serves.
+    let all = PullMessageRequestHeader { expression_type: Some("TAG".into()), ..sql_pull("Guarded", "*") };
+    let r = c.call(rq::PULL_MESSAGE, &all, &[], SerializeType::Json).await;
+    assert_eq!(records(&r.body), (0..10).map(|i| format!("m{i}")).collect::<Vec<_>>());
+    let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Guarded", 0, ""), b"after", SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+}

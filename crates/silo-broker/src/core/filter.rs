@@ -57,10 +57,9 @@ impl SelectorCache {
         if let Some(s) = self.compiled.lock().unwrap_or_else(|e| e.into_inner()).get(sql) {
             return Ok(Arc::clone(s));
         }
-        let selector = Arc::new(
-            Selector::parse(sql)
-                .map_err(|e| BrokerError::SubscriptionParseFailed(format!("invalid SQL92 expression {sql:?}: {e}")))?,
-        );
+        let selector = Arc::new(Selector::parse(sql).map_err(|e| {
+            BrokerError::SubscriptionParseFailed(format!("invalid SQL92 expression {:?}: {e}", excerpt(sql)))
+        })?);
         if let Some(at) = selector.ignored_tail() {
             // As Apache's parser does: what follows a complete expression is not read.
             tracing::warn!(
@@ -75,6 +74,14 @@ impl SelectorCache {
         }
         cache.insert(sql.to_owned(), Arc::clone(&selector));
         Ok(selector)
+    }
+}
+
+/// At most the first 80 characters of an expression, for a remark (a client may send 64 KiB).
+fn excerpt(sql: &str) -> String {
+    match sql.char_indices().nth(80) {
+        Some((at, _)) => format!("{}...", sql.get(..at).unwrap_or_default()),
+        None => sql.to_owned(),
     }
 }
 
