@@ -264,6 +264,8 @@ pub fn plan(
                 let level = i32::try_from(level.min(i64::from(MAX_DELAY_LEVEL))).unwrap_or(MAX_DELAY_LEVEL);
                 destination = Destination::Delayed { level };
             } else if destination == Destination::Queue
+                // One pass over the properties for the common case of no timer at all.
+                && req.properties.contains("TIMER_")
                 && view.get(keys::TIMER_OUT_MS).is_none()
                 && let Some(deliver) = timer_deliver_ms(&view, policy.now_ms)
             {
