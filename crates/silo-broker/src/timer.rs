@@ -45,6 +45,9 @@ pub struct TimerService {
     last_checkpoint: Instant,
     /// End offset of the last message fired, for the durability wait before a checkpoint.
     fired_end: Option<i64>,
+    /// After a crash: the commit-log offset of the last timer message the recovered log
+    /// holds; messages of the timer topic up to it are not enqueued again.
+    enqueued_through: Option<i64>,
 }
 
 /// What one round did.
@@ -77,9 +80,14 @@ impl TimerService {
         let root: &Path = &broker.config.store_path_root_dir;
         let store = TimerStore::open(Arc::clone(&broker.store.config().fs), root, timer_config(broker))?;
         let next_enqueue = store.recovery().resume_queue_offset;
+        // Timers enqueued after the last checkpoint are in the recovered log already: the
+        // timer topic's queue is in log order, so everything up to the last unit's message
+        // was enqueued (or fired) and is not enqueued a second time.
+        let enqueued_through = store.recovery().last_unit.map(|u| u.offset_py);
         Ok(Self {
             store,
             next_enqueue,
+            enqueued_through,
             appender: Appender::new(),
             props: String::new(),
             entries: Vec::new(),
@@ -148,6 +156,10 @@ impl TimerService {
                     self.next_enqueue = m.queue_offset + 1;
                     continue;
                 };
+                if self.enqueued_through.is_some_and(|through| m.physical_offset() <= through) {
+                    self.next_enqueue = m.queue_offset + 1;
+                    continue;
+                }
                 let req = TimerRequest {
                     offset_py: m.physical_offset(),
                     size_py: i32::try_from(m.len()).unwrap_or(i32::MAX),
@@ -170,6 +182,7 @@ impl TimerService {
     }
 
     fn fire_due(&mut self, broker: &Broker, round: &mut Round) -> Result<(), StoreError> {
+        let mut finished = false;
         while let Some(slot) = self.store.due_slot() {
             let mut entries = std::mem::take(&mut self.entries);
             self.store.slot_entries(slot, &mut entries)?;
@@ -193,6 +206,16 @@ impl TimerService {
             }
             self.entries = entries;
             self.store.finish_slot(slot);
+            finished = true;
+        }
+        if finished {
+            // What was fired is recorded at once, so that a crash does not fire it again.
+            if let Some(end) = self.fired_end
+                && broker.store.flush_mode().is_sync()
+            {
+                broker.store.wait_durable(end)?;
+            }
+            self.store.record_read_progress()?;
         }
         Ok(())
     }

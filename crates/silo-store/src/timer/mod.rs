@@ -566,6 +566,25 @@ impl TimerStore {
         result
     }
 
+    /// Records only how far reading has got, keeping the last checkpoint's log position and
+    /// queue offset (which were durable already): one small synced write, no log or wheel
+    /// sync. Call it after the slots' timers are fired (and, with synchronous flush, durable),
+    /// so that a crash does not fire them again; enqueue progress waits for
+    /// [`checkpoint`](Self::checkpoint).
+    pub fn record_read_progress(&mut self) -> Result<()> {
+        self.check_writable()?;
+        if self.read_time_ms <= self.checkpointed.last_read_time_ms {
+            return Ok(());
+        }
+        let cp = TimerCheckpoint { last_read_time_ms: self.read_time_ms, ..self.checkpointed };
+        let result = self.checkpoint_file.store(&cp);
+        match &result {
+            Ok(()) => self.checkpointed = cp,
+            Err(e) => self.stopped = Some(format!("a timer checkpoint write failed: {e}")),
+        }
+        result
+    }
+
     fn write_checkpoint(&mut self, last_timer_queue_offset: i64) -> Result<()> {
         self.log.flush()?;
         self.wheel.sync()?;
