@@ -16,7 +16,7 @@ use super::error_response;
 use crate::broker::{Broker, ConnState};
 use crate::connection::{Channel, Outgoing};
 use crate::core::BrokerError;
-use crate::core::send::{Messages, Payload, SendBack, SendRequest};
+use crate::core::send::{Destination, Messages, Payload, SendBack, SendRequest};
 use crate::response;
 use crate::try_reply;
 
@@ -112,11 +112,17 @@ impl Broker {
         } else {
             ExtStr::from(offset_msg_id(store_host, sent.append.physical_offset).as_str())
         };
+        // A half message's answer names its transaction (the unique key), which clients put in
+        // their END_TRANSACTION (Java answers it for every send; only transactions use it).
+        let transaction_id = (plan.destination == Destination::Half)
+            .then(|| silo_wire::properties::PropertiesView::from_valid(properties).get(silo_wire::properties::keys::UNIQ_KEY))
+            .flatten()
+            .map(ExtStr::from);
         let header = SendMessageResponseHeader {
             msg_id,
             queue_id: plan.queue_id,
             queue_offset: sent.append.queue_offset,
-            transaction_id: None,
+            transaction_id,
             batch_uniq_id: None,
             msg_region: ExtStr::from(self.config.region_id.as_str()),
             trace_on: ExtStr::from_static(if self.config.trace_on { "true" } else { "false" }),

@@ -73,7 +73,8 @@ impl Broker {
             return false;
         };
         let header = CheckTransactionStateRequestHeader {
-            topic: Some(check.real_topic.clone()),
+            // As Java sends it: the half topic (the body carries the real one).
+            topic: Some(crate::core::transaction::HALF_TOPIC.to_owned()),
             tran_state_table_offset: check.half_offset,
             commit_log_offset: check.commit_log_offset,
             msg_id: Some(check.tx_id.clone()),
