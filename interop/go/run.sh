@@ -3,8 +3,10 @@
 #
 #   interop/go/run.sh SCENARIO --namesrv HOST:PORT [--count N] [--timeout 60s] [--grace 3s] [--verbose] [--dump N]
 #
-# SCENARIO is produce-consume, tag-filter or all. Prints "PASS <scenario> <details>" per scenario
-# and exits 0, or prints the differences and exits 1 (2 for a usage error).
+# SCENARIO is produce-consume, tag-filter, transaction, sql-filter or all. Prints
+# "PASS <scenario> <details>" per scenario and exits 0, or prints the differences and exits 1 (2 for
+# a usage error). transaction and sql-filter need SQL92 filtering and short transaction checks on
+# the broker (see README.md).
 #
 # Needs a Go toolchain (1.22 or later). The first run fetches the modules pinned in go.mod/go.sum
 # through the configured Go module proxy; -mod=mod lets it do so even where go.sum would need

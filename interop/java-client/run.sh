@@ -3,15 +3,18 @@
 # the name server (and the broker it routes to) at HOST:PORT.
 #
 #   bash interop/java-client/run.sh SCENARIO --namesrv HOST:PORT [--topic T] [--group G] [--count N]
-#        [--suffix S] [--timeout SECONDS] [--settle-ms MS] [--phase send|consume|fill|resume --state FILE]
+#        [--suffix S] [--timeout SECONDS] [--settle-ms MS] [--phase send|consume|check|fill|resume --state FILE]
 #        [--codes-file FILE] [--strict true] [--client 5|4] [--body-size BYTES] [--resume-count N]
 #
 # Scenarios: produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull
-# dlq-lite-pull restart-check admin disk-full (see README.md). --client 4 uses rocketmq-client 4.9.8
-# instead (every scenario except admin). Topic and group names get a fresh suffix per run unless
-# --suffix is given (restart-check: both phases take the same --state FILE; the consume phase reads
-# the topic and group from it; disk-full: --phase fill, then --phase resume, likewise, on a broker
-# whose disk fills up, see disk-full-apache.sh).
+# dlq-lite-pull restart-check admin disk-full sql-filter timers transactions request-reply (see
+# README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario except admin). Topic and
+# group names get a fresh suffix per run unless --suffix is given (restart-check, and timers' restart variant: both phases
+# take the same --state FILE; the consume phase reads the topic and group from it; disk-full:
+# --phase fill, then --phase resume, likewise, on a broker whose disk fills up, see
+# disk-full-apache.sh; transactions: --phase send, then --phase check). sql-filter needs a broker
+# with enablePropertyFilter=true, transactions one with short transaction check settings (see
+# Transactions.java).
 #
 # stdout: `PASS <scenario> <details>` (exit 0), or `FAIL <scenario>: ...` and the first 20
 # differences, expected vs actual (exit 1). Exit 2: usage error. stderr: Maven, client warnings, and

@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # Validates the client-interop scenarios against the reference Apache RocketMQ 5.3.3 name server and
 # broker: starts both (rocketmq-server.sh) in a fresh data directory on free loopback ports, runs
-# every scenario once (run.sh), restarts the broker in the middle of restart-check, stops the servers
-# and prints one line per scenario plus a closing "N passed, M failed" line.
+# every scenario once (run.sh), restarts the broker in the middle of restart-check, of the timers
+# restart variant and of the transactions two-phase run, stops the servers and prints one line per
+# scenario plus a closing "N passed, M failed" line. The broker runs with
+# enablePropertyFilter=true (Apache's default is false), which sql-filter needs, and with short
+# transaction check settings, which transactions needs; the other scenarios notice neither.
 #
 #   bash interop/java-client/validate-apache.sh [--client 5|4] [--dir DIR] [--keep]
-#        [--only "SCENARIO ..."] [-- EXTRA RUN.SH OPTIONS]
+#        [--only "SCENARIO ..."] [--namesrv-port P --broker-port Q] [-- EXTRA RUN.SH OPTIONS]
 #
+# --namesrv-port/--broker-port: use these ports (the broker also takes Q-2 and Q+1) instead of
+# free ones picked at random between 20000 and 40100.
 # --dir DIR: data directory (must not exist yet; default a new temporary directory, removed at the
 # end unless --keep). The request codes each scenario's client sent go to DIR/codes.txt, each
 # scenario's stderr to DIR/SCENARIO.err. Exit status 0 only if every scenario passed.
@@ -18,12 +23,16 @@ dir=""
 keep=false
 only=""
 extra=()
+namesrv_port=""
+broker_port=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --client) client="${2:?}"; shift 2 ;;
         --dir) dir="${2:?}"; shift 2 ;;
         --keep) keep=true; shift ;;
         --only) only="${2:?}"; shift 2 ;;
+        --namesrv-port) namesrv_port="${2:?}"; shift 2 ;;
+        --broker-port) broker_port="${2:?}"; shift 2 ;;
         --) shift; extra=("$@"); break ;;
         *) echo "validate-apache: unknown option $1" >&2; exit 2 ;;
     esac
@@ -68,11 +77,18 @@ cleanup() {
 }
 trap cleanup EXIT
 
-pick_ports
-bash "$here/rocketmq-server.sh" start "$dir" --namesrv-port "$namesrv_port" --broker-port "$broker_port" >&2
+if [ -z "$namesrv_port" ] || [ -z "$broker_port" ]; then
+    pick_ports
+fi
+# transactions: checks every 2 s of half messages 2 s old, op records written within 100 ms (see
+# Transactions.java), up to 60 checks while the producer is away during the broker restart.
+printf 'enablePropertyFilter=true\ntransactionCheckInterval=2000\ntransactionTimeOut=2000\ntransactionOpBatchInterval=100\ntransactionCheckMax=60\n' \
+    >"$dir/broker-extra.conf"
+bash "$here/rocketmq-server.sh" start "$dir" --namesrv-port "$namesrv_port" --broker-port "$broker_port" \
+    --broker-conf-extra "$dir/broker-extra.conf" >&2
 namesrv="127.0.0.1:$namesrv_port"
 
-scenarios="produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull dlq-lite-pull restart-check"
+scenarios="produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull dlq-lite-pull restart-check sql-filter timers transactions request-reply"
 if [ "$client" = 5 ] || [ "$client" = 5.3.3 ]; then
     scenarios="$scenarios admin"
 fi
@@ -102,6 +118,30 @@ for s in $scenarios; do
             bash "$here/rocketmq-server.sh" stop "$dir" --broker-only &&
             bash "$here/rocketmq-server.sh" start "$dir" >&2 &&
             run restart-check restart-check-consume --phase consume --state "$state"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+        fi
+    elif [ "$s" = timers ]; then
+        # One run, then the restart variant: timers due 10-75 s later, the broker restarted meanwhile.
+        state="$dir/timers.state"
+        if run timers timers &&
+            run timers timers-send --phase send --state "$state" &&
+            bash "$here/rocketmq-server.sh" stop "$dir" --broker-only &&
+            bash "$here/rocketmq-server.sh" start "$dir" >&2 &&
+            run timers timers-consume --phase consume --state "$state"; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1))
+        fi
+    elif [ "$s" = transactions ]; then
+        # One run, then half messages left open across a broker restart, settled by a new producer.
+        state="$dir/transactions.state"
+        if run transactions transactions &&
+            run transactions transactions-send --phase send --state "$state" &&
+            bash "$here/rocketmq-server.sh" stop "$dir" --broker-only &&
+            bash "$here/rocketmq-server.sh" start "$dir" >&2 &&
+            run transactions transactions-check --phase check --state "$state"; then
             passed=$((passed + 1))
         else
             failed=$((failed + 1))

@@ -11,7 +11,12 @@
 //	                 exactly once, with its keys, tag and user properties, in per-queue order.
 //	tag-filter       messages tagged TagA..TagD (and some without a tag); a push consumer subscribed
 //	                 with "TagA || TagC" must receive exactly the TagA and TagC ones.
-//	all              both, one after the other.
+//	transaction      a transaction producer commits a third of the messages, rolls back a third and
+//	                 answers "unknown" for the rest, which it commits or rolls back when the broker
+//	                 checks them; a push consumer must receive exactly the committed ones.
+//	sql-filter       messages with user properties; push consumers with SQL92 selectors must each
+//	                 receive exactly the messages their expression selects.
+//	all              all of them, one after the other.
 package main
 
 import (
@@ -37,9 +42,11 @@ type config struct {
 var scenarios = map[string]func(config) (string, []string){
 	"produce-consume": produceConsume,
 	"tag-filter":      tagFilter,
+	"transaction":     transaction,
+	"sql-filter":      sqlFilter,
 }
 
-var order = []string{"produce-consume", "tag-filter"}
+var order = []string{"produce-consume", "tag-filter", "transaction", "sql-filter"}
 
 func usage(w io.Writer) {
 	fmt.Fprintf(w, "usage: scenarios SCENARIO --namesrv HOST:PORT [--count N] [--timeout DURATION] [--grace DURATION] [--verbose] [--dump N]\n")

@@ -56,6 +56,8 @@ type recvMsg struct {
 	storeTimestamp int64
 	sysFlag        int32
 	bodyCRC        int32
+	preparedTxOff  int64     // PreparedTransactionOffset: the half record's commit-log offset for a committed transaction
+	at             time.Time // when the callback got it
 }
 
 // dumpSends is how many SendResults to print (--dump).
@@ -264,6 +266,8 @@ func (c *collector) consume(_ context.Context, msgs ...*primitive.MessageExt) (c
 			storeTimestamp: m.StoreTimestamp,
 			sysFlag:        m.SysFlag,
 			bodyCRC:        m.BodyCRC,
+			preparedTxOff:  m.PreparedTransactionOffset,
+			at:             now,
 			queueID:        -1,
 		}
 		if m.Queue != nil {
@@ -299,9 +303,10 @@ type consumeStats struct {
 	calls   int
 }
 
-// consumeAll runs a push consumer on topic until every expected message has arrived (bounded by
-// cfg.timeout), keeps it running for cfg.grace to catch duplicates and strays, and shuts it down.
-func consumeAll(cfg config, topic, group string, sel consumer.MessageSelector, c *collector) (consumeStats, []string) {
+// consumeAll runs a push consumer on topic until every expected message has arrived and every
+// channel in also is closed (bounded by cfg.timeout), keeps it running for cfg.grace to catch
+// duplicates and strays, and shuts it down.
+func consumeAll(cfg config, topic, group string, sel consumer.MessageSelector, c *collector, also ...<-chan struct{}) (consumeStats, []string) {
 	var st consumeStats
 	var problems []string
 	pc, err := rocketmq.NewPushConsumer(
@@ -326,16 +331,24 @@ func consumeAll(cfg config, topic, group string, sel consumer.MessageSelector, c
 		}
 		return st, problems
 	}
+	waitCtx, stopWait := context.WithTimeout(context.Background(), cfg.timeout)
+	defer stopWait()
 	select {
 	case <-c.allIn:
 		c.mu.Lock()
 		st.all = c.lastAt.Sub(start)
 		c.mu.Unlock()
-	case <-time.After(cfg.timeout):
+	case <-waitCtx.Done():
 		c.mu.Lock()
 		problems = append(problems, fmt.Sprintf("after %s the consumer still lacked %d of %d messages (%d callbacks so far)",
 			cfg.timeout, c.remaining, len(c.expected), c.calls))
 		c.mu.Unlock()
+	}
+	for _, ch := range also {
+		select {
+		case <-ch:
+		case <-waitCtx.Done(): // reported by the caller, which knows what it waited for
+		}
 	}
 	time.Sleep(cfg.grace)
 	if p := shutdown("push consumer", pc.Shutdown); p != "" {

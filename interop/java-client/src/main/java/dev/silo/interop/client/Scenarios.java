@@ -44,6 +44,10 @@ public final class Scenarios {
         SCENARIOS.put("restart-check", "RestartCheck");
         SCENARIOS.put("admin", "Admin");
         SCENARIOS.put("disk-full", "DiskFull");
+        SCENARIOS.put("transactions", "Transactions");
+        SCENARIOS.put("request-reply", "RequestReply");
+        SCENARIOS.put("sql-filter", "SqlFilter");
+        SCENARIOS.put("timers", "Timers");
     }
 
     private Scenarios() {
