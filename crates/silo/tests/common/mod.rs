@@ -83,13 +83,28 @@ impl ApacheServers {
     /// Starts both on free loopback ports, with every file they write under `dir`, and waits
     /// until the broker is registered and answering.
     pub fn start(dir: &Path) -> Self {
+        Self::start_with(dir, None, &[])
+    }
+
+    /// As [`start`](Self::start), with the broker's store in `store` (another broker's, say)
+    /// and `conf` lines added to its `broker.conf`.
+    pub fn start_with(dir: &Path, store: Option<&Path>, conf: &[&str]) -> Self {
         let (namesrv_port, broker_port) = (free_port(), free_broker_port());
-        let status = Command::new("bash")
+        let mut command = Command::new("bash");
+        command
             .arg(apache_script())
             .args(["start", dir.to_str().unwrap(), "--namesrv-port", &namesrv_port.to_string()])
-            .args(["--broker-port", &broker_port.to_string()])
-            .status()
-            .expect("start Apache RocketMQ (needs Java and Maven)");
+            .args(["--broker-port", &broker_port.to_string()]);
+        if let Some(store) = store {
+            command.args(["--store-dir", store.to_str().unwrap()]);
+        }
+        if !conf.is_empty() {
+            std::fs::create_dir_all(dir).unwrap();
+            let extra = dir.with_extension("broker-extra.conf");
+            std::fs::write(&extra, conf.join("\n") + "\n").unwrap();
+            command.args(["--broker-conf-extra", extra.to_str().unwrap()]);
+        }
+        let status = command.status().expect("start Apache RocketMQ (needs Java and Maven)");
         let servers = Self { dir: dir.to_owned(), namesrv_port, broker_port };
         assert!(status.success(), "Apache RocketMQ did not start");
         servers
@@ -186,15 +201,19 @@ impl SiloServer {
         let _ = self.child.wait();
     }
 
-    /// SIGTERM, as an operator stops it: the broker flushes and persists before it exits;
-    /// then it starts again on the same directory and ports.
-    pub fn restart(&mut self) {
+    /// SIGTERM, as an operator stops it: the broker flushes and persists before it exits.
+    pub fn stop(&mut self) {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
         while self.child.try_wait().unwrap().is_none() {
             assert!(std::time::Instant::now() < deadline, "silo did not stop on SIGTERM");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// [`stop`](Self::stop), then start again on the same directory and ports.
+    pub fn restart(&mut self) {
+        self.stop();
         let extra = std::mem::take(&mut self.extra);
         *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, extra, None);
     }
@@ -208,4 +227,25 @@ impl Drop for SiloServer {
 
 pub fn free_addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], free_port()))
+}
+
+/// Runs a Java client scenario (`interop/java-client/run.sh`) against the name server at
+/// `namesrv` and returns its PASS line; panics with its output if it did not pass.
+pub fn java_scenario(namesrv: &str, name: &str, extra: &[&str]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/run.sh");
+    let out = Command::new("bash")
+        .arg(script)
+        .arg(name)
+        .args(["--namesrv", namesrv])
+        .args(extra)
+        .output()
+        .expect("run interop/java-client/run.sh (needs Java and Maven)");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains(&format!("PASS {name}")),
+        "scenario {name} {extra:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{}", stdout.trim());
+    stdout
 }
