@@ -115,7 +115,9 @@ impl Broker {
         // A half message's answer names its transaction (the unique key), which clients put in
         // their END_TRANSACTION (Java answers it for every send; only transactions use it).
         let transaction_id = (plan.destination == Destination::Half)
-            .then(|| silo_wire::properties::PropertiesView::from_valid(properties).get(silo_wire::properties::keys::UNIQ_KEY))
+            .then(|| {
+                silo_wire::properties::PropertiesView::from_valid(properties).get(silo_wire::properties::keys::UNIQ_KEY)
+            })
             .flatten()
             .map(ExtStr::from);
         let header = SendMessageResponseHeader {
