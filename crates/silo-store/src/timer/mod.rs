@@ -284,7 +284,7 @@ impl TimerStore {
         let write_time_ms = floor(config.clock.now_ms(), precision);
         let slots_total = i64::try_from(config.slots_total).unwrap_or(i64::MAX);
         let oldest = write_time_ms - slots_total * precision + TIMER_BLANK_SLOTS * precision;
-        let read_time_ms = floor(cp.last_read_time_ms, precision).max(oldest);
+        let mut read_time_ms = floor(cp.last_read_time_ms, precision).max(oldest);
 
         // 2. Link the units after the checkpoint into their slots again; find the end.
         let file_size = log.file_size() as i64;
@@ -297,6 +297,11 @@ impl TimerStore {
         }
         let files_removed = log.set_end(scan.end_index, scan.end as u64)?;
         let log_end = log.end();
+        // A new timer store holds nothing to read: reading starts now, rather than a whole
+        // turn of the wheel back (600,000 empty slots to step over before the first timer).
+        if cp.last_read_time_ms == 0 && log_end == 0 {
+            read_time_ms = write_time_ms;
+        }
 
         // 3. Slots that point past the end of the log.
         let slots_repaired = repair_slots_past_end(&mut wheel, &log, read_time_ms);
