@@ -6,7 +6,9 @@
 //! `interop/java-client` and assert counts, bodies, properties, keys, tags and per-queue order.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::net::{SocketAddr, TcpListener, TcpStream};
+mod common;
+
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,8 +17,10 @@ fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Below the ephemeral range: Silo is restarted on its ports, and a client connection must not
+/// take one meanwhile.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    common::free_server_port()
 }
 
 struct Silo {
@@ -41,11 +45,15 @@ impl Silo {
             .stderr(log)
             .spawn()
             .unwrap();
-        let silo = Self { child, data: data.to_owned(), namesrv, broker_port };
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut silo = Self { child, data: data.to_owned(), namesrv, broker_port };
+        let deadline = Instant::now() + Duration::from_secs(60);
         for addr in [namesrv, SocketAddr::from(([127, 0, 0, 1], broker_port))] {
             while TcpStream::connect(addr).is_err() {
-                assert!(Instant::now() < deadline, "silo did not start listening on {addr}");
+                let log = || std::fs::read_to_string(data.with_extension("log")).unwrap_or_default();
+                if let Some(status) = silo.child.try_wait().unwrap() {
+                    panic!("silo exited ({status}) before listening on {addr}; its log:\n{}", log());
+                }
+                assert!(Instant::now() < deadline, "silo did not start listening on {addr}; its log:\n{}", log());
                 std::thread::sleep(Duration::from_millis(50));
             }
         }

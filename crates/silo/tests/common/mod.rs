@@ -55,15 +55,27 @@ pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: D
 /// the one above (HA): all of them free, and below the ephemeral range, so that no client
 /// connection (a test that opened thousands, say) holds one of them.
 pub fn free_broker_port() -> u16 {
+    free_port_below_ephemeral(|p| (p - 2..=p + 1).all(|q| TcpListener::bind(("127.0.0.1", q)).is_ok()))
+}
+
+/// A free port for a server that may be restarted on it (`silo serve`): below the ephemeral
+/// range, so that a client's outgoing connection cannot take it while the server is down.
+pub fn free_server_port() -> u16 {
+    free_port_below_ephemeral(|p| TcpListener::bind(("127.0.0.1", p)).is_ok())
+}
+
+fn free_port_below_ephemeral(free: impl Fn(u16) -> bool) -> u16 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let seed = std::process::id() as u64
         ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
-    for i in 0..2000u64 {
+    for _ in 0..2000u64 {
+        let i = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let p = 20_000 + ((seed.wrapping_mul(6364136223846793005).wrapping_add(i * 7919)) % 12_000) as u16;
-        if (p - 2..=p + 1).all(|q| TcpListener::bind(("127.0.0.1", q)).is_ok()) {
+        if free(p) {
             return p;
         }
     }
-    panic!("no free block of ports for the Apache broker");
+    panic!("no free port below the ephemeral range");
 }
 
 /// `interop/java-client/rocketmq-server.sh`: Apache RocketMQ 5.3.3's own name server and broker.
@@ -226,7 +238,7 @@ impl Drop for SiloServer {
 }
 
 pub fn free_addr() -> SocketAddr {
-    SocketAddr::from(([127, 0, 0, 1], free_port()))
+    SocketAddr::from(([127, 0, 0, 1], free_server_port()))
 }
 
 /// Runs a Java client scenario (`interop/java-client/run.sh`) against the name server at
