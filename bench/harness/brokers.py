@@ -31,6 +31,12 @@ RUST_CRATES = {"rocketmq-namesrv": "rocketmq-namesrv-rust", "rocketmq-broker": "
 APACHE_BROKER_HEAP = "2g"
 APACHE_NAMESRV_HEAP = "512m"
 
+# Settings added to Apache RocketMQ's broker.conf, in every run: enablePropertyFilter lets
+# consumers subscribe with SQL92 selectors (off by default in Java, on in Silo). It only decides
+# whether such a subscription is accepted; TAG subscriptions and sends are unaffected (the
+# filter bitmap, which would add work to every dispatch, stays off: enableCalcFilterBitMap).
+APACHE_BROKER_CONF_EXTRA = "enablePropertyFilter=true\n"
+
 
 class Broker:
     """One running name server + broker pair (for Silo: one process with an embedded name server)."""
@@ -124,10 +130,13 @@ class Apache(Broker):
         n, b = procs.pick_ports()
         self.namesrv, self.broker = f"127.0.0.1:{n}", f"127.0.0.1:{b}"
         self.dir.mkdir(parents=True, exist_ok=True)
+        extra = self.dir / "broker-extra.conf"
+        extra.write_text(APACHE_BROKER_CONF_EXTRA)
         argv = ["bash", str(self.script()), "start", str(self.dir), "--namesrv-port", str(n),
                 "--broker-port", str(b), "--broker-heap", self.ctx.apache_broker_heap,
                 "--namesrv-heap", self.ctx.apache_namesrv_heap, "--flush", self.flush,
-                "--store-dir", str(self.data), "--timeout", str(int(self.ctx.start_timeout))]
+                "--store-dir", str(self.data), "--timeout", str(int(self.ctx.start_timeout)),
+                "--broker-conf-extra", str(extra)]
         with open(self.dir / "start.log", "ab") as out:
             r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3)
         self.started = True

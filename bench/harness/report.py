@@ -1,7 +1,9 @@
 """The markdown summary: one table per workload, each broker's figures and Silo's ratios to the others;
-rows at fixed offered rates (--rates) get a table of their own per workload, one row per broker and rate."""
+rows at fixed offered rates (--rates) get a table of their own per workload, one row per broker and rate.
+Timer workloads and filtered catch-ups have tables with columns of their own."""
 
 from . import brokers
+from .workloads import BY_NAME
 
 MiB = 1024 * 1024
 
@@ -25,7 +27,9 @@ def _mib(b):
 def _ratio(a, b):
     if a is None or b is None or b == 0:
         return "–"
-    return f"{a / b:.2f}×"
+    r = a / b
+    # Two decimals, or two significant digits for ratios that would round to 0.0x.
+    return f"{r:.2f}×" if abs(r) >= 0.095 or r == 0 else f"{r:.2g}×"
 
 
 def _figures(r):
@@ -59,6 +63,10 @@ def markdown(results, workload_names, what):
         if rated:
             out.extend(_rated_table(wl, rated, what))
         if not rows:
+            continue
+        special = _special_columns(wl, rows)
+        if special:
+            out.extend(_columns_table(wl, rows, what, special))
             continue
         out.append(f"### {wl}\n")
         if what.get(wl):
@@ -160,5 +168,130 @@ def _rated_table(wl, rows, what):
                        + " | ".join(_ratio(silo[k], o[k]) for k in keys)
                        + f" | {_ratio(silo['lag_p99'], o['lag_p99'])} | {_ratio(silo['anon'], o['anon'])} "
                        f"| {_ratio(silo['cpu'], o['cpu'])} | {_ratio(silo['cpu_msg'], o['cpu_msg'])} | | |")
+    out.append("")
+    return out
+
+
+# --- workloads with columns of their own ----------------------------------------------------------
+#
+# A column: (header, figure of a result or None, format, whether a Silo / other ratio makes sense).
+
+def _get(r, *path):
+    for k in path:
+        if not isinstance(r, dict):
+            return None
+        r = r.get(k)
+    return r
+
+
+def _signed_ms(us):
+    return "–" if us is None else f"{us / 1000:,.1f}"
+
+
+def _consume_cpu(r):
+    """The broker's CPU seconds over the catch-up: silo bench's own reading (/proc at its start and
+    end, exact for a run of well under a second), else the harness's sampled one."""
+    cpu = _get(r, "bench_broker", "cpu_seconds")
+    return cpu if cpu is not None else _get(r, "resources", "cpu_secs", "total")
+
+
+def _cpu_per_scanned(r):
+    cpu, scanned = _consume_cpu(r), _get(r, "filter", "scanned_msgs")
+    return 1e6 * cpu / scanned if cpu is not None and scanned else None
+
+
+def _pct(v):
+    return "–" if v is None else f"{100 * v:.1f} %"
+
+
+FILTER_COLUMNS = [
+    ("subscription", lambda r: f"{_get(r, 'filter', 'expression_type')} `{_get(r, 'filter', 'expression')}`"
+     if _get(r, "filter") else None, str, False),
+    ("backlog", lambda r: _get(r, "filter", "backlog_msgs"), _num, False),
+    ("matched", lambda r: r.get("msgs"), _num, False),
+    ("matched share", lambda r: _get(r, "filter", "matched_share"), _pct, False),
+    ("matched msgs/s", lambda r: r.get("msgs_per_sec"), _num, True),
+    ("scanned msgs/s", lambda r: _get(r, "filter", "scanned_msgs_per_sec"), _num, True),
+    ("pull p50 ms", lambda r: _get(r, "latency_us", "p50"), _ms, True),
+    ("pull p99 ms", lambda r: _get(r, "latency_us", "p99"), _ms, True),
+    ("peak anon MiB", lambda r: _get(r, "resources", "peak_rss_anon_bytes_sampled", "total"), _mib, True),
+    ("CPU s", _consume_cpu, lambda v: _num(v, 2), True),
+    ("CPU µs/scanned msg", _cpu_per_scanned, lambda v: _num(v, 2), True),
+]
+
+TIMER_COLUMNS = [
+    ("timers sent", lambda r: _get(r, "send", "msgs"), _num, False),
+    ("send msgs/s", lambda r: _get(r, "send", "msgs_per_sec"), _num, True),
+    ("acked after due", lambda r: _get(r, "send", "acked_after_due"), _num, False),
+    ("lateness min ms", lambda r: _get(r, "lateness_us", "min"), _signed_ms, False),
+    ("p50 ms", lambda r: _get(r, "lateness_us", "p50"), _signed_ms, True),
+    ("p99 ms", lambda r: _get(r, "lateness_us", "p99"), _signed_ms, True),
+    ("p99.9 ms", lambda r: _get(r, "lateness_us", "p999"), _signed_ms, True),
+    ("max ms", lambda r: _get(r, "lateness_us", "max"), _signed_ms, True),
+    ("early", lambda r: r.get("early_msgs"), _num, False),
+    ("> 1 s late", lambda r: r.get("late_over_1s_msgs"), _num, False),
+    ("missing", lambda r: r.get("missing_msgs"), _num, False),
+    ("duplicates", lambda r: r.get("duplicate_msgs"), _num, False),
+    ("peak anon MiB", lambda r: _get(r, "resources", "peak_rss_anon_bytes_sampled", "total"), _mib, True),
+    ("CPU s", lambda r: _get(r, "resources", "cpu_secs", "total"), lambda v: _num(v, 1), True),
+]
+
+PENDING_COLUMNS = [
+    ("pending timers", lambda r: r.get("msgs"), _num, False),
+    ("send msgs/s", lambda r: r.get("msgs_per_sec"), _num, True),
+    ("send p99 ms", lambda r: _get(r, "send", "latency_us", "p99"), _ms, True),
+    ("RSS before MiB", lambda r: _get(r, "send", "broker", "rss_start_bytes"), _mib, True),
+    ("idle RSS MiB", lambda r: _get(r, "idle", "broker", "rss_end_bytes"), _mib, True),
+    ("idle peak RSS MiB", lambda r: _get(r, "idle", "broker", "rss_peak_bytes"), _mib, True),
+    ("anon before MiB", lambda r: _get(r, "send", "broker", "anon_start_bytes"), _mib, True),
+    ("idle anon MiB", lambda r: _get(r, "idle", "broker", "anon_end_bytes"), _mib, True),
+    ("idle peak anon MiB", lambda r: _get(r, "idle", "broker", "anon_peak_bytes"), _mib, True),
+    ("CPU % before", lambda r: _get(r, "baseline", "cpu_percent"), lambda v: _num(v, 1), True),
+    ("idle CPU s", lambda r: _get(r, "idle", "broker", "cpu_seconds"), lambda v: _num(v, 2), True),
+    ("idle CPU %", lambda r: _get(r, "idle", "cpu_percent"), lambda v: _num(v, 1), True),
+]
+
+COLUMNS_BY_KIND = {"timers": TIMER_COLUMNS, "timers-pending": PENDING_COLUMNS}
+
+
+def _special_columns(wl, rows):
+    w = BY_NAME.get(wl)
+    if w is None:
+        return None
+    if w.filter:
+        return FILTER_COLUMNS
+    return COLUMNS_BY_KIND.get(w.kind)
+
+
+def _columns_table(wl, rows, what, columns):
+    out = [f"### {wl}\n"]
+    if what.get(wl):
+        out.append(f"{what[wl]}.\n")
+    heads = ["Broker", "Generator"] + [c[0] for c in columns] + ["errors", "load"]
+    out.append("| " + " | ".join(heads) + " |")
+    out.append("|" + "---|" * len(heads))
+    for r in rows:
+        label = brokers.LABELS.get(r["broker"], r["broker"])
+        if r.get("status") != "ok":
+            out.append(f"| {label} | {r['generator']} | {r.get('status')}: {r.get('error', '')} |"
+                       + " |" * (len(heads) - 3))
+            continue
+        cells = []
+        for _, get, fmt, _ in columns:
+            v = get(r)
+            cells.append("–" if v is None else fmt(v))
+        load = _num((r.get("loadavg_at_start") or [None])[0], 1)
+        out.append(f"| {label} | {r['generator']} | " + " | ".join(cells) + f" | {_num(r.get('errors'))} | {load} |")
+    for gen in sorted({r["generator"] for r in rows}):
+        ok = {r["broker"]: r for r in rows if r["generator"] == gen and r.get("status") == "ok"}
+        silo = ok.get(brokers.SILO)
+        if not silo:
+            continue
+        for other in (brokers.APACHE, brokers.RUST):
+            o = ok.get(other)
+            if not o:
+                continue
+            cells = [_ratio(get(silo), get(o)) if ratio else "" for _, get, _, ratio in columns]
+            out.append(f"| Silo / {brokers.LABELS[other]} | {gen} | " + " | ".join(cells) + " | | |")
     out.append("")
     return out

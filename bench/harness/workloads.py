@@ -6,13 +6,14 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # produce | consume | e2e
+    kind: str  # produce | consume | e2e | timers | timers-pending
     size: int  # message body bytes
     producers: int = 1
     mode: str = "sync"  # sync | pipelined
     batch: int = 1
     flush: str = None  # "sync" forces SYNC_FLUSH whatever --flush says
     default: bool = True  # part of the default set
+    filter: str = None  # consume: "sql" or "tag", over a backlog sorted into FILTER_CLASSES classes
     what: str = ""
 
 
@@ -33,7 +34,22 @@ WORKLOADS = [
              what="broker in SYNC_FLUSH, 16 producers, 1 KiB synchronous sends: group commit"),
     Workload("e2e-1k", "e2e", 1024, default=False,
              what="(silo bench only, not run by default) produce and consume at once: end-to-end latency"),
+    Workload("timer-lateness-100k", "timers", 128, producers=4, mode="pipelined", default=False,
+             what="(silo bench only, not run by default) 100,000 timer messages (TIMER_DELIVER_MS) due evenly "
+             "over 60 s, consumed as they fire: lateness = receipt - due time, early and missing timers"),
+    Workload("timers-pending-1m", "timers-pending", 128, producers=4, mode="pipelined", default=False,
+             what="(silo bench only, not run by default) 1,000,000 timer messages due an hour ahead are sent, "
+             "then the idle broker is measured for 30 s: RSS, anonymous RSS, CPU"),
+    Workload("consume-sql-10pct", "consume", 1024, filter="sql", default=False,
+             what="(silo bench only, not run by default) a new consumer group reads a backlog of 1,000,000 x 1 KiB "
+             "messages through the SQL92 selector `a = 3`, which 10 % match"),
+    Workload("consume-tag-10pct", "consume", 1024, filter="tag", default=False,
+             what="(silo bench only, not run by default) as consume-sql-10pct with the tag subscription `T3`"),
 ]
+
+# Filtered catch-ups: message i of the backlog has the tag T{i % 10} and the property a = i % 10.
+FILTER_CLASSES = 10
+FILTER_EXPRESSIONS = {"sql": ("--sql", "a = 3"), "tag": ("--tag", "T3")}
 
 BY_NAME = {w.name: w for w in WORKLOADS}
 DEFAULT = [w.name for w in WORKLOADS if w.default]

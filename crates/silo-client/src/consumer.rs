@@ -18,11 +18,34 @@ use crate::client::{Client, expect_success};
 use crate::error::ClientError;
 use crate::message::{MessageQueue, ReceivedMessage};
 
-/// What a subscription selects: every message (`*`) or those with one of some tags
-/// (`TagA || TagB`). The broker filters by tag hash; the client checks the tags themselves.
+/// How a subscription's expression is written (`expressionType`, docs/protocol.md §2.15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ExpressionType {
+    /// `*` or tags separated by `||`.
+    Tag,
+    /// An SQL92 selector over the message's properties (Java's `MessageSelector.bySql`).
+    Sql92,
+}
+
+impl ExpressionType {
+    /// The name sent in the pull header and the heartbeat: `TAG` or `SQL92`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Tag => "TAG",
+            Self::Sql92 => "SQL92",
+        }
+    }
+}
+
+/// What a subscription selects: every message (`*`), those with one of some tags
+/// (`TagA || TagB`), or those whose properties satisfy an SQL92 selector (`a = 3`). The broker
+/// filters by tag hash and the client checks the tags themselves; an SQL92 selector is
+/// evaluated by the broker only (which needs `enablePropertyFilter=true` on Apache RocketMQ).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Subscription {
     expression: String,
+    expression_type: ExpressionType,
     tags: Option<HashSet<String>>,
 }
 
@@ -33,11 +56,18 @@ impl Subscription {
     pub fn parse(expression: &str) -> Self {
         let expr = expression.trim();
         if expr.is_empty() || expr == "*" {
-            return Self { expression: "*".into(), tags: None };
+            return Self { expression: "*".into(), expression_type: ExpressionType::Tag, tags: None };
         }
         let tags: HashSet<String> =
             expr.split("||").map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect();
-        Self { expression: expr.into(), tags: Some(tags) }
+        Self { expression: expr.into(), expression_type: ExpressionType::Tag, tags: Some(tags) }
+    }
+
+    /// An SQL92 selector, sent as written; the broker parses and evaluates it (an expression
+    /// it cannot parse makes the pull fail with SUBSCRIPTION_PARSE_FAILED).
+    #[must_use]
+    pub fn sql92(expression: &str) -> Self {
+        Self { expression: expression.trim().into(), expression_type: ExpressionType::Sql92, tags: None }
     }
 
     #[must_use]
@@ -45,7 +75,13 @@ impl Subscription {
         &self.expression
     }
 
-    /// Whether a message with `tags` is selected.
+    #[must_use]
+    pub fn expression_type(&self) -> ExpressionType {
+        self.expression_type
+    }
+
+    /// Whether a message with `tags` is selected, as far as the client can tell: an SQL92
+    /// selector is the broker's to apply, so every message it returns is.
     #[must_use]
     pub fn matches(&self, tags: Option<&str>) -> bool {
         match &self.tags {
@@ -132,7 +168,7 @@ impl PullConsumer {
             suspend_timeout_millis: i64::try_from(hold.as_millis()).unwrap_or(i64::MAX),
             subscription: Some(subscription.expression.as_str().into()),
             sub_version: 0,
-            expression_type: Some("TAG".into()),
+            expression_type: Some(subscription.expression_type.as_str().into()),
             max_msg_bytes: None,
             broker_name: Some(mq.broker_name.as_str().into()),
         }
@@ -258,4 +294,28 @@ fn offset_of(addr: &str, request: i32, frame: Frame) -> Result<i64, ClientError>
 
 fn unreachable_ok(addr: &str) -> ClientError {
     ClientError::BadResponse { addr: addr.to_owned(), what: "unexpected pull response".into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_expressions() {
+        let all = Subscription::parse(" * ");
+        assert_eq!((all.expression(), all.expression_type()), ("*", ExpressionType::Tag));
+        assert!(all.matches(None) && all.matches(Some("X")));
+        let some = Subscription::parse("TagA || TagB");
+        assert_eq!(some.expression_type().as_str(), "TAG");
+        assert!(some.matches(Some("TagB")) && !some.matches(Some("TagC")) && !some.matches(None));
+    }
+
+    #[test]
+    fn sql92_selectors_are_left_to_the_broker() {
+        let sub = Subscription::sql92(" a = 3 AND TAGS IS NOT NULL ");
+        assert_eq!(sub.expression(), "a = 3 AND TAGS IS NOT NULL");
+        assert_eq!(sub.expression_type().as_str(), "SQL92");
+        // Not a tag list: `a = 3` is no tag, and the client does not filter what comes back.
+        assert!(sub.matches(None) && sub.matches(Some("T1")));
+    }
 }

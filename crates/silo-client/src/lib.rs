@@ -4,7 +4,7 @@
 //!
 //! - [`Client`]: the name servers, one multiplexed connection per broker, cached topic routes.
 //! - [`Producer`]: sync, one-way and batch sends; pipelining is many sends in flight at once.
-//! - [`PullConsumer`]: pull with long polling, and the group's offsets.
+//! - [`PullConsumer`]: pull with long polling (tag or SQL92 [`Subscription`]s), and the group's offsets.
 //! - [`Admin`]: topics, the cluster, consumer progress, message lookup, broker runtime info.
 //!
 //! ```no_run
@@ -30,7 +30,7 @@ pub mod producer;
 
 pub use admin::{Admin, FoundMessage, TopicSpec};
 pub use client::{Client, ClientConfig, TopicRoute};
-pub use consumer::{PullConsumer, PullResult, PullStatus, Subscription};
+pub use consumer::{ExpressionType, PullConsumer, PullResult, PullStatus, Subscription};
 pub use error::ClientError;
 pub use message::{Message, MessageQueue, ReceivedMessage};
 pub use producer::{Producer, ProducerConfig, SendResult, SendStatus, WritableQueues};

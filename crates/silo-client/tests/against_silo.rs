@@ -237,3 +237,23 @@ async fn errors_say_what_failed() {
     let err = producer.send("bad/topic", &Message::new("x")).await.unwrap_err();
     assert!(matches!(err, ClientError::Refused { .. }), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sql92_subscription_is_filtered_by_the_broker() {
+    let silo = start().await;
+    let producer = Producer::new(client(&silo), ProducerConfig::default());
+    let topic = "ClientSql92";
+    for i in 0..40 {
+        let msg =
+            Message::new(format!("s{i}")).with_tags(format!("T{}", i % 4)).with_property("a", (i % 4).to_string());
+        producer.send(topic, &msg).await.unwrap();
+    }
+    let consumer = PullConsumer::new(client(&silo), "client-cg-sql");
+    let got = pull_all(&consumer, topic, &Subscription::sql92("a = 1 AND TAGS = 'T1'"), 10).await;
+    assert_eq!(got.len(), 10);
+    assert!(got.iter().all(|m| m.properties().get("a") == Some("1")));
+    // The broker, not the client, refuses what it cannot parse.
+    let mq = consumer.queues(topic).await.unwrap().remove(0);
+    let e = consumer.pull(&mq, 0, 32, &Subscription::sql92("a = = 1"), None).await.unwrap_err();
+    assert!(matches!(e, ClientError::Refused { code: 23, .. }), "{e:?}");
+}

@@ -1,14 +1,15 @@
-//! `silo bench consume`: catch-up over the backlog of a topic, every queue pulled at once.
+//! `silo bench consume`: catch-up over the backlog of a topic, every queue pulled at once;
+//! with `--sql` or `--tag` through a filtering subscription, over the whole backlog.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
 use silo_client::{Admin, MessageQueue, PullConsumer, PullStatus, Subscription};
 
 use super::progress::progress;
-use super::report::{Outcome, finish_report};
+use super::report::{Filtered, Outcome, finish_report};
 use super::sampler::{BrokerSampler, own_allocs};
 use super::{ConsumeArgs, Counters, client, histogram};
 
@@ -21,19 +22,28 @@ pub(super) async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
         plan.push((q, min, max));
     }
     let backlog: i64 = plan.iter().map(|(_, min, max)| max - min).sum();
-    let target = args.count.unwrap_or(u64::try_from(backlog).unwrap_or(0));
-    if target == 0 {
+    let sub = match (&args.sql, &args.tag) {
+        (Some(sql), _) => Subscription::sql92(sql),
+        (None, Some(tags)) => Subscription::parse(tags),
+        (None, None) => Subscription::parse("*"),
+    };
+    let filtered = args.sql.is_some() || args.tag.is_some();
+    let backlog = u64::try_from(backlog).unwrap_or(0);
+    if backlog == 0 {
         bail!("topic {} has no backlog to consume (produce some first)", args.common.topic);
     }
+    // A filtered run cannot know how many messages match: it reads the whole backlog.
+    let target = args.count.unwrap_or(if filtered { u64::MAX } else { backlog });
+    let scanned = Arc::new(AtomicU64::new(0));
     let counters = Arc::new(Counters::default());
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
-    let end_progress = progress(counters.clone(), "consume", Some(target), None);
+    let end_progress = progress(counters.clone(), "consume", (!filtered).then_some(target), None);
     let allocs_start = own_allocs();
     let start = Instant::now();
     let mut workers = tokio::task::JoinSet::new();
-    let sub = Arc::new(Subscription::parse("*"));
+    let sub = Arc::new(sub);
     for (mq, min, max) in plan {
-        let (consumer, counters, sub) = (consumer.clone(), counters.clone(), sub.clone());
+        let (consumer, counters, sub, scanned) = (consumer.clone(), counters.clone(), sub.clone(), scanned.clone());
         let pull_batch = args.pull_batch;
         workers.spawn(async move {
             let mut h = histogram();
@@ -49,6 +59,8 @@ pub(super) async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
                         if r.status != PullStatus::Found && r.next_begin_offset <= offset {
                             break; // nothing more where the backlog was said to be
                         }
+                        let next = r.next_begin_offset.min(max);
+                        scanned.fetch_add(u64::try_from(next - offset).unwrap_or(0), Ordering::Relaxed);
                         offset = r.next_begin_offset;
                     }
                     Err(e) => {
@@ -66,7 +78,10 @@ pub(super) async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
     }
     let elapsed = start.elapsed();
     end_progress();
-    let broker = sampler.finish(counters.msgs.load(Ordering::Relaxed)).await;
+    let scanned = scanned.load(Ordering::Relaxed);
+    // With a filter the broker's work is the backlog it scanned, not the few messages it sent.
+    let broker = sampler.finish(if filtered { scanned } else { counters.msgs.load(Ordering::Relaxed) }).await;
+    let filter = filtered.then(|| Filtered::of(&sub, backlog, scanned, counters.msgs.load(Ordering::Relaxed), elapsed));
     let outcome = Outcome {
         counters: &counters,
         allocs_start,
@@ -75,6 +90,7 @@ pub(super) async fn consume(args: ConsumeArgs) -> anyhow::Result<()> {
         produce_latency: None,
         broker,
         rate: None,
+        filter,
     };
     finish_report("consume", &args, outcome, args.common.report.as_ref())
 }

@@ -143,6 +143,7 @@ pub(super) async fn e2e(args: E2eArgs) -> anyhow::Result<()> {
         produce_latency: Some(&produce_latency),
         broker,
         rate,
+        filter: None,
     };
     finish_report("e2e", &args, outcome, args.common.report.as_ref())
 }

@@ -9,6 +9,8 @@
 //!   stamp in the body (same process, monotonic).
 //! - `visibility`: from a send's acknowledgement until a pull returns the message, for a new
 //!   topic, after the broker was idle, and under load.
+//! - `timers`: 5.x timer messages (`TIMER_DELIVER_MS`): how late they arrive against the time
+//!   they were due, or (`--pending`) what a broker holding many future timers costs while idle.
 //!
 //! `produce` and `e2e` run closed loop (each sender sends again as soon as it has its answer)
 //! unless `--rate` gives a fixed offered rate: then they run open loop (`rate`), and latency
@@ -26,6 +28,7 @@ mod progress;
 mod rate;
 mod report;
 mod sampler;
+mod timers;
 mod visibility;
 
 use std::path::PathBuf;
@@ -56,6 +59,9 @@ enum Workload {
     /// Time from a send's acknowledgement until a pull returns the message: to a new topic,
     /// after the broker was idle, and under load.
     Visibility(VisibilityArgs),
+    /// Timer messages: lateness of delivery against the due time, or (`--pending`) the
+    /// broker's memory and CPU while it holds many timers due far in the future.
+    Timers(TimersArgs),
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -125,6 +131,11 @@ struct ProduceArgs {
     /// is measured in its steady state.
     #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
     warmup: f64,
+    /// Sort the messages into K classes for filtered consumption: message i (counted over all
+    /// producers) gets the tag `T{i % K}` and the user property `a` = `i % K`, so that
+    /// `consume --tag T3` or `consume --sql 'a = 3'` selects 1/K of them. 0: no tag, no property.
+    #[arg(long, default_value_t = 0, value_name = "K")]
+    classes: u64,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -141,6 +152,66 @@ struct ConsumeArgs {
     /// Messages per pull request.
     #[arg(long, default_value_t = 32)]
     pull_batch: i32,
+    /// Subscribe with this SQL92 selector (e.g. `a = 3`), evaluated by the broker; Apache
+    /// RocketMQ needs `enablePropertyFilter=true`. The whole backlog is scanned and msgs/s
+    /// counts the matched messages, `scanned_msgs_per_sec` the backlog read.
+    #[arg(long, value_name = "EXPR", conflicts_with = "tag")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sql: Option<String>,
+    /// Subscribe to this tag expression (e.g. `T3`, `T1 || T2`) instead of all messages; as
+    /// with --sql, the whole backlog is scanned.
+    #[arg(long, value_name = "TAGS")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tag: Option<String>,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct TimersArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    /// Timer messages to send.
+    #[arg(long, default_value_t = 100_000)]
+    count: u64,
+    /// Their due times (TIMER_DELIVER_MS, absolute) are spread evenly over this many seconds...
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    spread: f64,
+    /// ...beginning this many seconds after the send phase begins (lateness runs). Messages are
+    /// sent in due-time order, so a sender faster than count / spread stays ahead of them.
+    #[arg(long, default_value_t = 5.0, value_name = "SECONDS")]
+    lead: f64,
+    /// After the last due time, wait this long for stragglers before counting the rest missing.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    grace: f64,
+    /// Body size in bytes (at least 16: the due time and the message's index).
+    #[arg(long, default_value_t = 128)]
+    size: usize,
+    /// Producers, each with its own connections.
+    #[arg(long, default_value_t = 4)]
+    producers: usize,
+    /// Sends in flight per producer.
+    #[arg(long, default_value_t = 32)]
+    inflight: usize,
+    /// Create the topic with this many queues first (0: leave it as it is).
+    #[arg(long, default_value_t = 8)]
+    queues: i32,
+    /// Consumer group of the pulls (lateness runs).
+    #[arg(short = 'g', long, default_value = "silo-bench-timers")]
+    group: String,
+    /// Pending mode: send --count timers due --pending-delay seconds ahead (spread over
+    /// --spread), consume nothing, then measure the broker (--broker-pid) for --idle seconds.
+    #[arg(long)]
+    pending: bool,
+    /// Pending mode: how far ahead the first timer is due, seconds (at most 3 days).
+    #[arg(long, default_value_t = 3600.0, value_name = "SECONDS")]
+    pending_delay: f64,
+    /// Pending mode: seconds of the idle window, after the last send was acknowledged.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    idle: f64,
+    /// Pending mode: first measure the broker this many seconds before sending anything, for
+    /// its idle CPU and memory without timers (0: skip).
+    #[arg(long, default_value_t = 0.0, value_name = "SECONDS")]
+    baseline: f64,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -315,6 +386,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Workload::Consume(a) => consume::consume(a).await,
             Workload::E2e(a) => e2e::e2e(a).await,
             Workload::Visibility(a) => visibility::visibility(a).await,
+            Workload::Timers(a) => timers::timers(a).await,
         }
     })
 }

@@ -1,9 +1,10 @@
 //! `silo bench produce`: K producers sending single messages or batches, one or many sends in
 //! flight each, for a count or a duration: as fast as the broker answers (closed loop), or at
-//! a fixed offered rate with `--rate` (open loop, see `rate`).
+//! a fixed offered rate with `--rate` (open loop, see `rate`). With `--classes K` message i
+//! carries the tag `T{i % K}` and the user property `a` = `i % K`, for filtered consumption.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::bail;
@@ -25,7 +26,7 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     let stop = Arc::new(Stop::new(args.count, duration));
     let counters = Arc::new(Counters::default());
     let body = body_of(args.size);
-    let batch: Arc<Vec<Message>> = Arc::new((0..args.batch).map(|_| Message::new(body.clone())).collect());
+    let batch = Arc::new(Messages::new(Message::new(body), args.batch, args.classes));
     let per_producer = if args.mode == Mode::Sync { 1 } else { args.inflight };
     let sampler = BrokerSampler::start(&args.common.broker_pids, Admin::new(client(&args.common))).await;
     let end_progress = progress(counters.clone(), "produce", args.count, duration);
@@ -37,7 +38,7 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
             (latency, start.elapsed(), None)
         }
         Some(offered) => {
-            let n = batch.len() as u64;
+            let n = args.batch as u64;
             let plan = Plan {
                 rate: offered,
                 msgs_per_send: n,
@@ -57,7 +58,7 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
             }
             let topic: Arc<str> = args.common.topic.as_str().into();
             let run = rate::run(plan, counters.clone(), move |p, _intended| {
-                let (producer, batch, topic) = (producers.get(p).cloned(), batch.clone(), topic.clone());
+                let (producer, batch, topic) = (producers.get(p).cloned(), batch.next_send(), topic.clone());
                 async move {
                     let producer = producer.ok_or_else(|| ClientError::InvalidArgument(format!("no producer {p}")))?;
                     match batch.as_slice() {
@@ -75,8 +76,16 @@ pub(super) async fn produce(args: ProduceArgs) -> anyhow::Result<()> {
     end_progress();
     let msgs = counters.msgs.load(Ordering::Relaxed);
     let broker = sampler.finish(msgs).await;
-    let outcome =
-        Outcome { counters: &counters, allocs_start, elapsed, latency: &latency, produce_latency: None, broker, rate };
+    let outcome = Outcome {
+        counters: &counters,
+        allocs_start,
+        elapsed,
+        latency: &latency,
+        produce_latency: None,
+        broker,
+        rate,
+        filter: None,
+    };
     finish_report("produce", &args, outcome, args.common.report.as_ref())
 }
 
@@ -86,21 +95,22 @@ async fn closed_loop(
     per_producer: usize,
     stop: &Arc<Stop>,
     counters: &Arc<Counters>,
-    batch: &Arc<Vec<Message>>,
+    batch: &Arc<Messages>,
 ) -> anyhow::Result<Histogram<u64>> {
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..args.producers {
         let producer = Arc::new(Producer::new(client(&args.common), ProducerConfig::default()));
         for _ in 0..per_producer {
             let (producer, stop, counters, batch) = (producer.clone(), stop.clone(), counters.clone(), batch.clone());
-            let topic = args.common.topic.clone();
+            let (topic, args_batch) = (args.common.topic.clone(), args.batch);
             workers.spawn(async move {
                 let mut h = histogram();
-                let n = batch.len() as u64;
-                let bytes = n * batch.first().map_or(0, |m| m.body.len() as u64);
+                let n = args_batch as u64;
+                let bytes = n * batch.body_len();
                 while stop.take(n) {
+                    let send = batch.next_send();
                     let t = Instant::now();
-                    let r = match batch.as_slice() {
+                    let r = match send.as_slice() {
                         [one] => producer.send(&topic, one).await,
                         many => producer.send_batch(&topic, many).await,
                     };
@@ -122,4 +132,52 @@ async fn closed_loop(
         latency.add(h?)?;
     }
     Ok(latency)
+}
+
+/// What each send carries: the same message (or batch) every time, or with `--classes`,
+/// messages numbered over all senders and sorted into classes by tag and property.
+struct Messages {
+    fixed: Arc<Vec<Message>>,
+    classes: u64,
+    next: AtomicU64,
+}
+
+impl Messages {
+    fn new(message: Message, batch: usize, classes: u64) -> Self {
+        Self { fixed: Arc::new(vec![message; batch]), classes, next: AtomicU64::new(0) }
+    }
+
+    fn body_len(&self) -> u64 {
+        self.fixed.first().map_or(0, |m| m.body.len() as u64)
+    }
+
+    /// The messages of the next send.
+    fn next_send(&self) -> Arc<Vec<Message>> {
+        if self.classes == 0 {
+            return self.fixed.clone();
+        }
+        let first = self.next.fetch_add(self.fixed.len() as u64, Ordering::Relaxed);
+        let classed = self.fixed.iter().zip(first..).map(|(m, i)| {
+            let class = i % self.classes;
+            m.clone().with_tags(format!("T{class}")).with_property("a", class.to_string())
+        });
+        Arc::new(classed.collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classes_number_messages_across_sends() {
+        let m = Messages::new(Message::new("x"), 3, 10);
+        let first = m.next_send();
+        let second = m.next_send();
+        let classes: Vec<_> = first.iter().chain(second.iter()).map(|m| m.tags.clone().unwrap_or_default()).collect();
+        assert_eq!(classes, ["T0", "T1", "T2", "T3", "T4", "T5"]);
+        assert_eq!(second.get(2).map(|m| m.properties.clone()), Some(vec![("a".to_owned(), "5".to_owned())]));
+        let plain = Messages::new(Message::new("x"), 1, 0).next_send();
+        assert!(plain.iter().all(|m| m.tags.is_none() && m.properties.is_empty()));
+    }
 }

@@ -9,6 +9,8 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+use silo_client::Subscription;
+
 use super::Counters;
 use super::rate::OpenLoop;
 use super::sampler::{BrokerCost, own_allocs};
@@ -90,6 +92,9 @@ struct Report<P: Serialize> {
     /// An open-loop run (`--rate`): the offered and achieved rates and the schedule lag.
     #[serde(skip_serializing_if = "Option::is_none")]
     rate: Option<RateReport>,
+    /// A filtered consume (`--sql`, `--tag`): the backlog scanned for the matched messages.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filter: Option<Filtered>,
     #[serde(skip_serializing_if = "Option::is_none")]
     broker: Option<BrokerCost>,
     /// This load generator's own allocations per message, when `silo` is built with
@@ -109,6 +114,37 @@ pub(super) struct Outcome<'a> {
     pub(super) broker: Option<BrokerCost>,
     /// Set for an open-loop run.
     pub(super) rate: Option<RateReport>,
+    /// Set for a filtered consume.
+    pub(super) filter: Option<Filtered>,
+}
+
+/// What a filtered consume read: `msgs` are the messages that matched, these the backlog the
+/// broker scanned for them.
+#[derive(Debug, Serialize)]
+pub(super) struct Filtered {
+    /// `TAG` or `SQL92`.
+    pub(super) expression_type: &'static str,
+    pub(super) expression: String,
+    /// Messages in the queues when the run began.
+    pub(super) backlog_msgs: u64,
+    /// Queue offsets the pulls went past, matched or not.
+    pub(super) scanned_msgs: u64,
+    pub(super) scanned_msgs_per_sec: f64,
+    /// Matched / scanned.
+    pub(super) matched_share: f64,
+}
+
+impl Filtered {
+    pub(super) fn of(sub: &Subscription, backlog: u64, scanned: u64, matched: u64, elapsed: Duration) -> Self {
+        Self {
+            expression_type: sub.expression_type().as_str(),
+            expression: sub.expression().to_owned(),
+            backlog_msgs: backlog,
+            scanned_msgs: scanned,
+            scanned_msgs_per_sec: scanned as f64 / elapsed.as_secs_f64().max(1e-9),
+            matched_share: if scanned == 0 { 0.0 } else { matched as f64 / scanned as f64 },
+        }
+    }
 }
 
 /// A run at a fixed offered rate is sustained when it achieved at least this share of it...
@@ -231,7 +267,7 @@ pub(super) fn finish_report<P: Serialize>(
     outcome: Outcome<'_>,
     report: Option<&PathBuf>,
 ) -> anyhow::Result<()> {
-    let Outcome { counters, allocs_start, elapsed, latency, produce_latency, broker, rate } = outcome;
+    let Outcome { counters, allocs_start, elapsed, latency, produce_latency, broker, rate, filter } = outcome;
     let allocs_end = own_allocs();
     let msgs = counters.msgs.load(Ordering::Relaxed);
     let bytes = counters.bytes.load(Ordering::Relaxed);
@@ -250,6 +286,7 @@ pub(super) fn finish_report<P: Serialize>(
         latency_us: Latency::of(latency),
         produce_latency_us: produce_latency.map(Latency::of),
         rate,
+        filter,
         broker,
         client_allocs_per_msg: allocs_start
             .zip(allocs_end)
@@ -281,6 +318,17 @@ pub(super) fn finish_report<P: Serialize>(
             header.extend(LATENCY_HEADER);
             print_table(&header, &rows);
         }
+    }
+    if let Some(f) = &r.filter {
+        println!(
+            "{} filter {:?}: {} of {} backlog messages scanned, {:.0} scanned msgs/s; {:.1} % matched",
+            f.expression_type,
+            f.expression,
+            f.scanned_msgs,
+            f.backlog_msgs,
+            f.scanned_msgs_per_sec,
+            100.0 * f.matched_share
+        );
     }
     if let Some(e) = &r.first_error {
         println!("first error: {e}");

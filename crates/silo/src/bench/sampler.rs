@@ -10,7 +10,7 @@ use serde::Serialize;
 use silo_client::Admin;
 
 /// What the broker processes cost over the run.
-#[derive(Debug, Serialize, Default)]
+#[derive(Debug, Serialize, Default, Clone)]
 pub(super) struct BrokerCost {
     pub(super) pids: Vec<u32>,
     pub(super) cpu_seconds: f64,
@@ -21,6 +21,9 @@ pub(super) struct BrokerCost {
     /// count towards RSS while they are resident but belong to the page cache.
     pub(super) anon_start_bytes: u64,
     pub(super) anon_peak_bytes: u64,
+    /// RSS and anonymous memory when the run ended.
+    pub(super) rss_end_bytes: u64,
+    pub(super) anon_end_bytes: u64,
     /// Allocations per message, from a broker built with allocation counting.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(super) allocs_per_msg: Option<f64>,
@@ -142,6 +145,9 @@ impl BrokerSampler {
         cost.rss_peak_bytes = self.peak.load(Ordering::Relaxed);
         cost.anon_start_bytes = self.rss_start.1;
         cost.anon_peak_bytes = self.anon_peak.load(Ordering::Relaxed);
+        (cost.rss_end_bytes, cost.anon_end_bytes) = rss_of(&cost.pids);
+        cost.rss_peak_bytes = cost.rss_peak_bytes.max(cost.rss_end_bytes);
+        cost.anon_peak_bytes = cost.anon_peak_bytes.max(cost.anon_end_bytes);
         Some(cost)
     }
 }
