@@ -32,6 +32,8 @@ pub struct BrokerConfig {
     pub enable_multi_dispatch: bool,
     pub max_message_size: usize,
     pub long_polling_enable: bool,
+    /// `enableMixedMessageType`: topics may take `+message.type=MIXED`.
+    pub enable_mixed_message_type: bool,
     /// `enablePropertyFilter`: SQL92 subscriptions. Off by default in Java, on in Silo.
     pub enable_property_filter: bool,
     pub region_id: String,
@@ -78,6 +80,7 @@ impl Default for BrokerConfig {
             max_message_size: 4 * 1024 * 1024,
             long_polling_enable: true,
             enable_property_filter: true,
+            enable_mixed_message_type: false,
             region_id: "DefaultRegion".into(),
             trace_topic_enable: false,
             trace_on: true,
@@ -161,6 +164,7 @@ impl BrokerConfig {
             "maxMessageSize" => self.max_message_size = num(v)? as usize,
             "longPollingEnable" => self.long_polling_enable = parse_bool(v)?,
             "enablePropertyFilter" => self.enable_property_filter = parse_bool(v)?,
+            "enableMixedMessageType" => self.enable_mixed_message_type = parse_bool(v)?,
             "regionId" => self.region_id = v.into(),
             "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
             "traceOn" => self.trace_on = parse_bool(v)?,

@@ -465,3 +465,68 @@ async fn bad_selectors_transaction_ends_and_timer_properties_get_clear_errors_an
     let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Guarded", 0, ""), b"after", SerializeType::Json).await;
     assert_eq!(r.header.code, rs::SUCCESS);
 }
+
+/// Raw header fields, as admin tools send them.
+struct Fields(Vec<(&'static str, String)>);
+impl CustomHeader for Fields {
+    fn write_ext_fields(&self, ext: &mut silo_wire::ExtFields) {
+        for (k, v) in &self.0 {
+            ext.insert(*k, v.as_str());
+        }
+    }
+    fn read_ext_fields(_: &silo_wire::ExtFields) -> Result<Self, HeaderError> {
+        Ok(Self(Vec::new()))
+    }
+}
+
+fn update_topic(topic: &str, attributes: &str) -> Fields {
+    Fields(vec![
+        ("topic", topic.to_owned()),
+        ("readQueueNums", "4".into()),
+        ("writeQueueNums", "4".into()),
+        ("perm", "6".into()),
+        ("attributes", attributes.to_owned()),
+    ])
+}
+
+async fn attributes(c: &mut Client) -> serde_json::Value {
+    let h = Fields(vec![("topic", "Typed".into())]);
+    let r = c.call(rq::GET_TOPIC_CONFIG, &h, &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    let v: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    v["attributes"].clone()
+}
+
+#[tokio::test]
+async fn topic_attributes_are_kept_changed_and_answered_as_apache_does() {
+    let cluster = start().await;
+    let mut c = Client::connect(cluster.broker).await;
+    let r = c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=FIFO"), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "FIFO"}));
+    // An update without attributes keeps them; a change and a removal apply.
+    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", ""), &[], SerializeType::Json).await;
+    assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "FIFO"}));
+    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=TRANSACTION"), &[], SerializeType::Json).await;
+    assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "TRANSACTION"}));
+    // Refused with Java's codes and reasons, leaving the topic as it was.
+    for (attrs, code, why) in [
+        ("+message.type=MIXED", rs::INVALID_PARAMETER, "MIXED"),
+        ("+message.type=LIFO", rs::SYSTEM_ERROR, "not in set"),
+        ("+queue.type=BatchCQ", rs::SYSTEM_ERROR, "unchangeable"),
+        ("+color=red", rs::SYSTEM_ERROR, "unsupported key"),
+        ("message.type=FIFO", rs::SYSTEM_ERROR, "format is wrong"),
+    ] {
+        let r = c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", attrs), &[], SerializeType::Json).await;
+        assert_eq!(r.header.code, code, "{attrs}: {:?}", r.header.remark);
+        assert!(r.header.remark.as_deref().is_some_and(|m| m.contains(why)), "{attrs}: {:?}", r.header.remark);
+    }
+    assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "TRANSACTION"}));
+    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "-message.type"), &[], SerializeType::Json).await;
+    assert_eq!(attributes(&mut c).await, serde_json::json!({}));
+    // Kept in topics.json, as Java keeps them.
+    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=DELAY"), &[], SerializeType::Json).await;
+    let file = std::fs::read_to_string(cluster._dir.path().join("config/topics.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    assert_eq!(v["topicConfigTable"]["Typed"]["attributes"], serde_json::json!({"message.type": "DELAY"}));
+}

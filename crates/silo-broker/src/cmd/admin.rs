@@ -2,6 +2,7 @@
 //! statistics (202, 208), who consumes a topic and a group's connections (300, 203), view a
 //! message by id (33) and query by key (12); docs/protocol.md §2.9.
 
+use crate::core::attributes::{MESSAGE_TYPE, alter, parse_modification};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -82,6 +83,14 @@ impl Broker {
                 if let Some(t) = field(frame, "topicFilterType") {
                     tc.topic_filter_type = t.into();
                 }
+                let modification = parse_modification(field(frame, "attributes").unwrap_or(""))?;
+                let mixed = modification.get(&format!("+{MESSAGE_TYPE}")).is_some_and(|v| v == "MIXED");
+                if mixed && !self.config.enable_mixed_message_type {
+                    return Err(BrokerError::MixedMessageTypeUnsupported);
+                }
+                let existing = self.topics.get(topic);
+                let current = existing.as_ref().map(|t| t.attributes.clone()).unwrap_or_default();
+                tc.attributes = alter(existing.is_none(), &current, &modification)?;
                 self.create_topic(tc)?;
                 Ok(response::success(opaque))
             })(),

@@ -37,7 +37,8 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::BadBatch(_)
         | BrokerError::EmptyBatch
         | BrokerError::TimerIllegal(_) => rs::MESSAGE_ILLEGAL,
-        BrokerError::TimersDisabled => rs::SYSTEM_ERROR,
+        BrokerError::TimersDisabled | BrokerError::BadAttributes(_) => rs::SYSTEM_ERROR,
+        BrokerError::MixedMessageTypeUnsupported => rs::INVALID_PARAMETER,
         BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt | BrokerError::FilterUnsupported => {
             rs::SYSTEM_ERROR
         }

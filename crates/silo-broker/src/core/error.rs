@@ -88,6 +88,11 @@ pub enum BrokerError {
     NoMessageAtOffset { offset: i64, reason: String },
     #[error("can not find message, maybe time range not correct")]
     NoMessageForKey,
+    /// A topic-attribute modification Apache's broker refuses (its remark).
+    #[error("{0}")]
+    BadAttributes(String),
+    #[error("MIXED message type is not supported.")]
+    MixedMessageTypeUnsupported,
     #[error("{0}")]
     Store(#[from] StoreError),
 }

@@ -8,6 +8,7 @@
 //! it can be tested without sockets or a store.
 
 pub mod admin;
+pub mod attributes;
 pub mod clients;
 pub mod error;
 pub mod filter;
