@@ -27,6 +27,8 @@ pub struct Broker {
     pub store: Arc<Store>,
     pub topics: TopicManager,
     pub offsets: OffsetManager,
+    /// Consumer groups' settings (`subscriptionGroup.json`).
+    pub groups: crate::groups::SubscriptionGroups,
     pub clients: ClientRegistry,
     /// Pending and recently resolved transactions (rebuilt from the store at start).
     pub transactions: std::sync::Mutex<crate::core::transaction::TxBook>,
@@ -57,12 +59,18 @@ impl Broker {
         let config_dir = config.store_path_root_dir.join("config");
         let fs = Arc::clone(&store.config().fs);
         let topics = TopicManager::load(Arc::clone(&fs), config_dir.join("topics.json"), &config)?;
-        let offsets = OffsetManager::load(fs, config_dir.join("consumerOffset.json"))?;
+        let offsets = OffsetManager::load(Arc::clone(&fs), config_dir.join("consumerOffset.json"))?;
+        let groups = crate::groups::SubscriptionGroups::load(
+            fs,
+            config_dir.join("subscriptionGroup.json"),
+            config.auto_create_subscription_group,
+        )?;
         let broker = Arc::new(Self {
             config,
             store,
             topics,
             offsets,
+            groups,
             clients: ClientRegistry::new(),
             transactions: std::sync::Mutex::default(),
             selectors: crate::core::filter::SelectorCache::default(),

@@ -11,6 +11,7 @@ pub mod cmd;
 pub mod config;
 pub mod connection;
 pub mod core;
+pub mod groups;
 pub mod namesrv;
 pub mod offsets;
 pub mod response;

@@ -61,6 +61,19 @@ impl OffsetManager {
         s.offset_table.keys().filter_map(|k| k.strip_prefix(&prefix).map(str::to_owned)).collect()
     }
 
+    /// Forgets every offset of `group` (the group was deleted).
+    pub fn remove_group(&self, group: &str) -> usize {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let suffix = format!("@{group}");
+        let before = s.offset_table.len();
+        s.offset_table.retain(|k, _| !k.ends_with(&suffix));
+        let removed = before - s.offset_table.len();
+        if removed > 0 {
+            self.dirty.store(true, Ordering::Release);
+        }
+        removed
+    }
+
     /// Forgets every group's offsets of `topic` (the topic was deleted).
     pub fn remove_topic(&self, topic: &str) -> usize {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());

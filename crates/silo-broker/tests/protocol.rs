@@ -501,13 +501,16 @@ async fn attributes(c: &mut Client) -> serde_json::Value {
 async fn topic_attributes_are_kept_changed_and_answered_as_apache_does() {
     let cluster = start().await;
     let mut c = Client::connect(cluster.broker).await;
-    let r = c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=FIFO"), &[], SerializeType::Json).await;
+    let r = c
+        .call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=FIFO"), &[], SerializeType::Json)
+        .await;
     assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
     assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "FIFO"}));
     // An update without attributes keeps them; a change and a removal apply.
     c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", ""), &[], SerializeType::Json).await;
     assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "FIFO"}));
-    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=TRANSACTION"), &[], SerializeType::Json).await;
+    c.call(rq::UPDATE_AND_CREATE_TOPIC, &update_topic("Typed", "+message.type=TRANSACTION"), &[], SerializeType::Json)
+        .await;
     assert_eq!(attributes(&mut c).await, serde_json::json!({"message.type": "TRANSACTION"}));
     // Refused with Java's codes and reasons, leaving the topic as it was.
     for (attrs, code, why) in [
@@ -529,4 +532,39 @@ async fn topic_attributes_are_kept_changed_and_answered_as_apache_does() {
     let file = std::fs::read_to_string(cluster._dir.path().join("config/topics.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&file).unwrap();
     assert_eq!(v["topicConfigTable"]["Typed"]["attributes"], serde_json::json!({"message.type": "DELAY"}));
+}
+
+async fn group_config(c: &mut Client, group: &str) -> serde_json::Value {
+    let r = c.call(rq::GET_SUBSCRIPTIONGROUP_CONFIG, &Fields(vec![("group", group.into())]), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    serde_json::from_slice(&r.body).unwrap()
+}
+
+#[tokio::test]
+async fn subscription_groups_are_created_answered_persisted_and_deleted_as_apache_does() {
+    let cluster = start().await;
+    let mut c = Client::connect(cluster.broker).await;
+    let body = br#"{"groupName":"billing","retryMaxTimes":3,"consumeMessageOrderly":true,"consumeBroadcastEnable":false}"#;
+    let r = c.call(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &NoHeader, body, SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    let g = group_config(&mut c, "billing").await;
+    assert_eq!((g["retryMaxTimes"].as_i64(), g["consumeMessageOrderly"].as_bool()), (Some(3), Some(true)));
+    assert_eq!((g["consumeEnable"].as_bool(), g["retryQueueNums"].as_i64()), (Some(true), Some(1)), "defaults: {g}");
+    assert_eq!(g["groupRetryPolicy"], serde_json::json!({"type": "CUSTOMIZED"}));
+    // A group nobody created gets Java's defaults on first use (autoCreateSubscriptionGroup).
+    assert_eq!(group_config(&mut c, "shipping").await["retryMaxTimes"].as_i64(), Some(16));
+    let file = std::fs::read_to_string(cluster._dir.path().join("config/subscriptionGroup.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&file).unwrap();
+    assert_eq!(v["subscriptionGroupTable"]["billing"]["retryMaxTimes"].as_i64(), Some(3));
+    assert!(v["subscriptionGroupTable"]["TOOLS_CONSUMER"].is_object() && v["forbiddenTable"].is_object());
+    let r = c.call(rq::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, &NoHeader, &[], SerializeType::Json).await;
+    let all: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
+    assert!(all["subscriptionGroupTable"]["shipping"].is_object());
+
+    let r = c.call(rq::DELETE_SUBSCRIPTIONGROUP, &Fields(vec![("groupName", "billing".into())]), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    assert_eq!(group_config(&mut c, "billing").await["retryMaxTimes"].as_i64(), Some(16), "the deleted settings came back");
+    let bad = br#"{"groupName":"no spaces allowed"}"#;
+    let r = c.call(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &NoHeader, bad, SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::INVALID_PARAMETER);
 }

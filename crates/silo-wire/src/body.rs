@@ -334,6 +334,74 @@ pub struct TopicConfig {
     pub write_queue_nums: i32,
 }
 
+/// A consumer group's settings (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, 200, and
+/// `subscriptionGroup.json`), with Java's defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionGroupConfig {
+    #[serde(deserialize_with = "lenient::or_empty")]
+    pub attributes: BTreeMap<String, String>,
+    #[serde(deserialize_with = "lenient::long")]
+    pub broker_id: i64,
+    #[serde(deserialize_with = "lenient::boolean")]
+    pub consume_broadcast_enable: bool,
+    #[serde(deserialize_with = "lenient::boolean")]
+    pub consume_enable: bool,
+    #[serde(deserialize_with = "lenient::boolean")]
+    pub consume_from_min_enable: bool,
+    #[serde(deserialize_with = "lenient::boolean")]
+    pub consume_message_orderly: bool,
+    #[serde(deserialize_with = "lenient::int")]
+    pub consume_timeout_minute: i32,
+    #[serde(deserialize_with = "lenient::string")]
+    pub group_name: String,
+    /// `{"type":"CUSTOMIZED"}` or `EXPONENTIAL` with its policy: kept as written.
+    pub group_retry_policy: serde_json::Value,
+    #[serde(deserialize_with = "lenient::int")]
+    pub group_sys_flag: i32,
+    #[serde(deserialize_with = "lenient::boolean")]
+    pub notify_consumer_ids_changed_enable: bool,
+    #[serde(deserialize_with = "lenient::int")]
+    pub retry_max_times: i32,
+    #[serde(deserialize_with = "lenient::int")]
+    pub retry_queue_nums: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_data_set: Option<serde_json::Value>,
+    #[serde(deserialize_with = "lenient::long")]
+    pub which_broker_when_consume_slowly: i64,
+}
+
+impl Default for SubscriptionGroupConfig {
+    fn default() -> Self {
+        Self {
+            attributes: BTreeMap::new(),
+            broker_id: 0,
+            consume_broadcast_enable: true,
+            consume_enable: true,
+            consume_from_min_enable: true,
+            consume_message_orderly: false,
+            consume_timeout_minute: 15,
+            group_name: String::new(),
+            group_retry_policy: serde_json::json!({"type": "CUSTOMIZED"}),
+            group_sys_flag: 0,
+            notify_consumer_ids_changed_enable: true,
+            retry_max_times: 16,
+            retry_queue_nums: 1,
+            subscription_data_set: None,
+            which_broker_when_consume_slowly: 1,
+        }
+    }
+}
+
+/// `subscriptionGroup.json`, and the GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) answer.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SubscriptionGroupWrapper {
+    pub data_version: DataVersion,
+    pub forbidden_table: BTreeMap<String, serde_json::Value>,
+    pub subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct TopicConfigSerializeWrapper {

@@ -40,6 +40,12 @@ pub mod request {
     pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
     /// GET_CONSUME_STATS: a consumer group's progress per queue.
     pub const GET_CONSUME_STATS: i32 = 208;
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: body a SubscriptionGroupConfig.
+    pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: i32 = 200;
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the `subscriptionGroup.json` content.
+    pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
+    /// DELETE_SUBSCRIPTIONGROUP: header `groupName`, optional `cleanOffset`.
+    pub const DELETE_SUBSCRIPTIONGROUP: i32 = 207;
     pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
     /// DELETE_TOPIC_IN_NAMESRV: sent by admin tools after deleting a topic on the brokers;
     /// header `topic`, optional `clusterName`.
@@ -57,6 +63,8 @@ pub mod request {
     pub const PUSH_REPLY_MESSAGE_TO_CLIENT: i32 = 326;
     /// GET_TOPIC_CONFIG (5.x): one topic's config, asked by clients and admin tools.
     pub const GET_TOPIC_CONFIG: i32 = 351;
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings; header `group`.
+    pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
     pub const LITE_PULL_MESSAGE: i32 = 361;
 }
 

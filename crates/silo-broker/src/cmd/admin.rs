@@ -97,6 +97,50 @@ impl Broker {
         )
     }
 
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200): the body is the group's settings.
+    pub(crate) fn update_group_frame(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let config: silo_wire::body::SubscriptionGroupConfig = crate::try_reply!(super::body(frame));
+        if !crate::groups::is_valid_group(&config.group_name) {
+            return error_response(opaque, &BrokerError::InvalidGroup(config.group_name));
+        }
+        reply(opaque, self.groups.put(config).map_err(BrokerError::from).map(|()| response::success(opaque)))
+    }
+
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352): header `group`; created on first use, as Java does.
+    pub(crate) fn group_config_frame(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        reply(
+            opaque,
+            required(frame, "group").and_then(|g| match self.groups.find(g)? {
+                Some(config) => Ok(response::with_body(opaque, encode_json_body(&config))),
+                None => Err(BrokerError::NoGroupHere),
+            }),
+        )
+    }
+
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).
+    pub(crate) fn all_group_config_frame(&self, frame: &Frame) -> Outgoing {
+        response::with_body(frame.header.opaque, encode_json_body(&self.groups.all()))
+    }
+
+    /// DELETE_SUBSCRIPTIONGROUP (207): header `groupName`, optional `cleanOffset` (also forget
+    /// the group's committed offsets).
+    pub(crate) fn delete_group_frame(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        reply(
+            opaque,
+            required(frame, "groupName").and_then(|g| {
+                self.groups.delete(g)?;
+                if field(frame, "cleanOffset").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+                    self.offsets.remove_group(g);
+                    self.offsets.persist()?;
+                }
+                Ok(response::success(opaque))
+            }),
+        )
+    }
+
     pub(crate) fn delete_topic_frame(self: &Arc<Self>, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         reply(opaque, required(frame, "topic").and_then(|t| self.delete_topic(t)).map(|()| response::success(opaque)))

@@ -38,7 +38,8 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::EmptyBatch
         | BrokerError::TimerIllegal(_) => rs::MESSAGE_ILLEGAL,
         BrokerError::TimersDisabled | BrokerError::BadAttributes(_) => rs::SYSTEM_ERROR,
-        BrokerError::MixedMessageTypeUnsupported => rs::INVALID_PARAMETER,
+        BrokerError::MixedMessageTypeUnsupported | BrokerError::InvalidGroup(_) => rs::INVALID_PARAMETER,
+        BrokerError::NoGroupHere => rs::SUBSCRIPTION_GROUP_NOT_EXIST,
         BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt | BrokerError::FilterUnsupported => {
             rs::SYSTEM_ERROR
         }

@@ -87,6 +87,12 @@ pub static REQUESTS: &[Request] = &[
     namesrv(rq::GET_BROKER_CLUSTER_INFO, "GET_BROKER_CLUSTER_INFO", |t, f| {
         response::with_body(f.header.opaque, encode_json_body(&t.cluster_info()))
     }),
+    broker(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP", |b, _, _, f| {
+        Some(b.update_group_frame(&f))
+    }),
+    broker(rq::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, "GET_ALL_SUBSCRIPTIONGROUP_CONFIG", |b, _, _, f| {
+        Some(b.all_group_config_frame(&f))
+    }),
     broker_after_dispatch(rq::GET_TOPIC_STATS_INFO, "GET_TOPIC_STATS_INFO", |b, _, _, f| Some(b.topic_stats_frame(&f))),
     broker(rq::GET_CONSUMER_CONNECTION_LIST, "GET_CONSUMER_CONNECTION_LIST", |b, _, _, f| {
         Some(b.consumer_connections(&f))
@@ -94,6 +100,7 @@ pub static REQUESTS: &[Request] = &[
     namesrv(rq::GET_ALL_TOPIC_LIST_FROM_NAMESERVER, "GET_ALL_TOPIC_LIST_FROM_NAMESERVER", |t, f| {
         response::with_body(f.header.opaque, encode_json_body(&t.topic_list()))
     }),
+    broker(rq::DELETE_SUBSCRIPTIONGROUP, "DELETE_SUBSCRIPTIONGROUP", |b, _, _, f| Some(b.delete_group_frame(&f))),
     broker_after_dispatch(rq::GET_CONSUME_STATS, "GET_CONSUME_STATS", |b, _, _, f| Some(b.consume_stats_frame(&f))),
     broker(rq::DELETE_TOPIC_IN_BROKER, "DELETE_TOPIC_IN_BROKER", |b, _, _, f| Some(b.delete_topic_frame(&f))),
     namesrv(rq::DELETE_TOPIC_IN_NAMESRV, "DELETE_TOPIC_IN_NAMESRV", super::namesrv::delete_topic),
@@ -103,6 +110,9 @@ pub static REQUESTS: &[Request] = &[
     broker(rq::SEND_REPLY_MESSAGE, "SEND_REPLY_MESSAGE", |b, c, ch, f| b.send_reply(c, ch, f)),
     broker(rq::SEND_REPLY_MESSAGE_V2, "SEND_REPLY_MESSAGE_V2", |b, c, ch, f| b.send_reply(c, ch, f)),
     broker(rq::GET_TOPIC_CONFIG, "GET_TOPIC_CONFIG", |b, _, _, f| Some(b.topic_config(&f))),
+    broker(rq::GET_SUBSCRIPTIONGROUP_CONFIG, "GET_SUBSCRIPTIONGROUP_CONFIG", |b, _, _, f| {
+        Some(b.group_config_frame(&f))
+    }),
     broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
 ];
 
@@ -168,6 +178,10 @@ mod tests {
             rq::GET_TOPIC_CONFIG,
             rq::SEND_REPLY_MESSAGE,
             rq::SEND_REPLY_MESSAGE_V2,
+            rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+            rq::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+            rq::DELETE_SUBSCRIPTIONGROUP,
+            rq::GET_SUBSCRIPTIONGROUP_CONFIG,
         ];
         for code in answered {
             assert!(matches!(find(code).map(|r| r.handler), Some(Handler::Broker(_))), "broker code {code}");

@@ -88,6 +88,11 @@ pub enum BrokerError {
     NoMessageAtOffset { offset: i64, reason: String },
     #[error("can not find message, maybe time range not correct")]
     NoMessageForKey,
+    #[error("the group[{0}] is invalid")]
+    InvalidGroup(String),
+    /// GET_SUBSCRIPTIONGROUP_CONFIG for a group this broker lacks (Java's remark).
+    #[error("No group in this broker")]
+    NoGroupHere,
     /// A topic-attribute modification Apache's broker refuses (its remark).
     #[error("{0}")]
     BadAttributes(String),

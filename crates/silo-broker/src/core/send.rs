@@ -481,7 +481,9 @@ impl Broker {
             return Err(BrokerError::StoredRecordCorrupt);
         };
         let reconsumed = rec.meta.reconsume_times;
-        let (topic, delay) = plan_send_back(req.group, reconsumed, req.delay_level, req.max_reconsume_times);
+        // The request's limit if it says one (3.4.9 and later), else the group's (Java's rule).
+        let max = req.max_reconsume_times.or_else(|| self.groups.retry_max_times(req.group));
+        let (topic, delay) = plan_send_back(req.group, reconsumed, req.delay_level, max);
         let queue_id = 0;
         self.topics.ensure_system(&topic, 1)?;
         self.register_routes_if_changed();
