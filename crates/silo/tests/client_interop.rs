@@ -492,3 +492,53 @@ fn the_mqadmin_command_line_works() {
         assert!(run.stdout.lines().any(|l| l.trim() == "TBW102"), "{run}");
     });
 }
+
+/// `mqadmin updateTopic -a +message.type=FIFO` and `updateSubGroup` (what a 5.x proxy user runs
+/// before sending FIFO messages) are kept: the topic's config carries the attribute, and
+/// `getConsumerConfig` shows the group's retry limit and orderly setting.
+#[test]
+fn mqadmin_topic_attributes_and_group_settings_are_kept() {
+    with_silo(|silo, _| {
+        let ns = silo.namesrv.to_string();
+        let broker = SocketAddr::from(([127, 0, 0, 1], silo.broker_port));
+        let run = mqadmin(&[
+            "updateTopic",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-t",
+            "mqadmin_fifo",
+            "-a",
+            "+message.type=FIFO",
+        ]);
+        assert!(run.stdout.contains("success"), "{run}");
+        let config = common::call(broker, silo_wire::codes::request::GET_TOPIC_CONFIG, &[("topic", "mqadmin_fifo")]);
+        let config: serde_json::Value = serde_json::from_slice(&config.body).unwrap();
+        assert_eq!(config["attributes"], serde_json::json!({"message.type": "FIFO"}), "{config}");
+
+        let run = mqadmin(&[
+            "updateSubGroup",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-g",
+            "mqadmin_orderly",
+            "-r",
+            "3",
+            "-o",
+            "true",
+        ]);
+        assert!(run.stdout.contains("success"), "{run}");
+        let run = mqadmin(&["getConsumerConfig", "-n", &ns, "-g", "mqadmin_orderly"]);
+        let value = |name: &str| {
+            run.stdout
+                .lines()
+                .find(|l| l.trim_start().starts_with(name))
+                .and_then(|l| l.split('=').nth(1))
+                .map(str::trim)
+        };
+        assert_eq!((value("retryMaxTimes"), value("consumeMessageOrderly")), (Some("3"), Some("true")), "{run}");
+    });
+}
