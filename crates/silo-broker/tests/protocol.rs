@@ -535,7 +535,9 @@ async fn topic_attributes_are_kept_changed_and_answered_as_apache_does() {
 }
 
 async fn group_config(c: &mut Client, group: &str) -> serde_json::Value {
-    let r = c.call(rq::GET_SUBSCRIPTIONGROUP_CONFIG, &Fields(vec![("group", group.into())]), &[], SerializeType::Json).await;
+    let r = c
+        .call(rq::GET_SUBSCRIPTIONGROUP_CONFIG, &Fields(vec![("group", group.into())]), &[], SerializeType::Json)
+        .await;
     assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
     serde_json::from_slice(&r.body).unwrap()
 }
@@ -544,7 +546,8 @@ async fn group_config(c: &mut Client, group: &str) -> serde_json::Value {
 async fn subscription_groups_are_created_answered_persisted_and_deleted_as_apache_does() {
     let cluster = start().await;
     let mut c = Client::connect(cluster.broker).await;
-    let body = br#"{"groupName":"billing","retryMaxTimes":3,"consumeMessageOrderly":true,"consumeBroadcastEnable":false}"#;
+    let body =
+        br#"{"groupName":"billing","retryMaxTimes":3,"consumeMessageOrderly":true,"consumeBroadcastEnable":false}"#;
     let r = c.call(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &NoHeader, body, SerializeType::Json).await;
     assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
     let g = group_config(&mut c, "billing").await;
@@ -561,9 +564,15 @@ async fn subscription_groups_are_created_answered_persisted_and_deleted_as_apach
     let all: serde_json::Value = serde_json::from_slice(&r.body).unwrap();
     assert!(all["subscriptionGroupTable"]["shipping"].is_object());
 
-    let r = c.call(rq::DELETE_SUBSCRIPTIONGROUP, &Fields(vec![("groupName", "billing".into())]), &[], SerializeType::Json).await;
+    let r = c
+        .call(rq::DELETE_SUBSCRIPTIONGROUP, &Fields(vec![("groupName", "billing".into())]), &[], SerializeType::Json)
+        .await;
     assert_eq!(r.header.code, rs::SUCCESS);
-    assert_eq!(group_config(&mut c, "billing").await["retryMaxTimes"].as_i64(), Some(16), "the deleted settings came back");
+    assert_eq!(
+        group_config(&mut c, "billing").await["retryMaxTimes"].as_i64(),
+        Some(16),
+        "the deleted settings came back"
+    );
     let bad = br#"{"groupName":"no spaces allowed"}"#;
     let r = c.call(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &NoHeader, bad, SerializeType::Json).await;
     assert_eq!(r.header.code, rs::INVALID_PARAMETER);
