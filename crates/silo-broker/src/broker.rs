@@ -29,6 +29,8 @@ pub struct Broker {
     pub offsets: OffsetManager,
     /// Consumer groups' settings (`subscriptionGroup.json`).
     pub groups: crate::groups::SubscriptionGroups,
+    /// How groups consume topics, PULL or POP (`messageRequestMode.json`).
+    pub request_modes: crate::request_modes::RequestModes,
     pub clients: ClientRegistry,
     /// Pending and recently resolved transactions (rebuilt from the store at start).
     pub transactions: std::sync::Mutex<crate::core::transaction::TxBook>,
@@ -60,6 +62,8 @@ impl Broker {
         let fs = Arc::clone(&store.config().fs);
         let topics = TopicManager::load(Arc::clone(&fs), config_dir.join("topics.json"), &config)?;
         let offsets = OffsetManager::load(Arc::clone(&fs), config_dir.join("consumerOffset.json"))?;
+        let request_modes =
+            crate::request_modes::RequestModes::load(Arc::clone(&fs), config_dir.join("messageRequestMode.json"))?;
         let groups = crate::groups::SubscriptionGroups::load(
             fs,
             config_dir.join("subscriptionGroup.json"),
@@ -71,6 +75,7 @@ impl Broker {
             topics,
             offsets,
             groups,
+            request_modes,
             clients: ClientRegistry::new(),
             transactions: std::sync::Mutex::default(),
             selectors: crate::core::filter::SelectorCache::default(),

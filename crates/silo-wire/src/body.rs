@@ -393,6 +393,35 @@ impl Default for SubscriptionGroupConfig {
     }
 }
 
+/// SET_MESSAGE_REQUEST_MODE (401) body: how a group consumes a topic, `PULL` or `POP`
+/// (`mqadmin setConsumeMode`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MessageRequestMode {
+    #[serde(deserialize_with = "lenient::string")]
+    pub consumer_group: String,
+    #[serde(deserialize_with = "lenient::string")]
+    pub mode: String,
+    #[serde(deserialize_with = "lenient::int")]
+    pub pop_share_queue_num: i32,
+    #[serde(deserialize_with = "lenient::string")]
+    pub topic: String,
+}
+
+impl Default for MessageRequestMode {
+    fn default() -> Self {
+        Self { consumer_group: String::new(), mode: "PULL".into(), pop_share_queue_num: 0, topic: String::new() }
+    }
+}
+
+/// `messageRequestMode.json`, and the GET_ALL_MESSAGE_REQUEST_MODE (402) answer: topic → group
+/// → mode.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MessageRequestModes {
+    pub message_request_mode_map: BTreeMap<String, BTreeMap<String, MessageRequestMode>>,
+}
+
 /// `subscriptionGroup.json`, and the GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) answer.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]

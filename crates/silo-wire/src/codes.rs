@@ -66,6 +66,10 @@ pub mod request {
     /// GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings; header `group`.
     pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
     pub const LITE_PULL_MESSAGE: i32 = 361;
+    /// SET_MESSAGE_REQUEST_MODE: a group consumes a topic by PULL or POP (body).
+    pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
+    /// GET_ALL_MESSAGE_REQUEST_MODE: the `messageRequestMode.json` content.
+    pub const GET_ALL_MESSAGE_REQUEST_MODE: i32 = 402;
 }
 
 /// Response codes.

@@ -540,5 +540,14 @@ fn mqadmin_topic_attributes_and_group_settings_are_kept() {
                 .map(str::trim)
         };
         assert_eq!((value("retryMaxTimes"), value("consumeMessageOrderly")), (Some("3"), Some("true")), "{run}");
+
+        // setConsumeMode: the group consumes the topic by POP, kept in messageRequestMode.json.
+        let args = ["-c", "DefaultCluster", "-t", "mqadmin_fifo", "-g", "mqadmin_orderly", "-m", "POP", "-q", "2"];
+        let run = mqadmin(&[&["setConsumeMode", "-n", &ns][..], &args[..]].concat());
+        assert!(run.stdout.contains("success"), "{run}");
+        let file = std::fs::read_to_string(silo.data.join("config/messageRequestMode.json")).unwrap();
+        let modes: serde_json::Value = serde_json::from_str(&file).unwrap();
+        let mode = &modes["messageRequestModeMap"]["mqadmin_fifo"]["mqadmin_orderly"];
+        assert_eq!((mode["mode"].as_str(), mode["popShareQueueNum"].as_i64()), (Some("POP"), Some(2)), "{file}");
     });
 }

@@ -119,6 +119,37 @@ impl Broker {
         )
     }
 
+    /// SET_MESSAGE_REQUEST_MODE (401): a group consumes a topic by PULL or POP. Java's checks:
+    /// not a retry topic, the topic exists, the group exists (or is created on first use).
+    pub(crate) fn set_request_mode_frame(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let mode: silo_wire::body::MessageRequestMode = crate::try_reply!(super::body(frame));
+        reply(
+            opaque,
+            (|| {
+                if mode.topic.starts_with(silo_store::names::RETRY_PREFIX) {
+                    return Err(BrokerError::RetryTopicMode);
+                }
+                if mode.mode != "PULL" && mode.mode != "POP" {
+                    return Err(BrokerError::BadRequestMode(mode.mode.clone()));
+                }
+                if self.topics.get(&mode.topic).is_none() {
+                    return Err(BrokerError::TopicNotFound(mode.topic.clone()));
+                }
+                if self.groups.find(&mode.consumer_group)?.is_none() {
+                    return Err(BrokerError::GroupNotExist);
+                }
+                self.request_modes.set(mode)?;
+                Ok(response::success(opaque))
+            })(),
+        )
+    }
+
+    /// GET_ALL_MESSAGE_REQUEST_MODE (402).
+    pub(crate) fn all_request_modes_frame(&self, frame: &Frame) -> Outgoing {
+        response::with_body(frame.header.opaque, encode_json_body(&self.request_modes.all()))
+    }
+
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).
     pub(crate) fn all_group_config_frame(&self, frame: &Frame) -> Outgoing {
         response::with_body(frame.header.opaque, encode_json_body(&self.groups.all()))

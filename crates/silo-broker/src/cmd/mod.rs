@@ -39,7 +39,9 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::TimerIllegal(_) => rs::MESSAGE_ILLEGAL,
         BrokerError::TimersDisabled | BrokerError::BadAttributes(_) => rs::SYSTEM_ERROR,
         BrokerError::MixedMessageTypeUnsupported | BrokerError::InvalidGroup(_) => rs::INVALID_PARAMETER,
-        BrokerError::NoGroupHere => rs::SUBSCRIPTION_GROUP_NOT_EXIST,
+        BrokerError::NoGroupHere | BrokerError::GroupNotExist => rs::SUBSCRIPTION_GROUP_NOT_EXIST,
+        BrokerError::RetryTopicMode => rs::NO_PERMISSION,
+        BrokerError::BadRequestMode(_) => rs::INVALID_PARAMETER,
         BrokerError::NoMessageAt(_) | BrokerError::StoredRecordCorrupt | BrokerError::FilterUnsupported => {
             rs::SYSTEM_ERROR
         }

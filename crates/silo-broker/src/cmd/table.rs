@@ -114,6 +114,10 @@ pub static REQUESTS: &[Request] = &[
         Some(b.group_config_frame(&f))
     }),
     broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
+    broker(rq::SET_MESSAGE_REQUEST_MODE, "SET_MESSAGE_REQUEST_MODE", |b, _, _, f| Some(b.set_request_mode_frame(&f))),
+    broker(rq::GET_ALL_MESSAGE_REQUEST_MODE, "GET_ALL_MESSAGE_REQUEST_MODE", |b, _, _, f| {
+        Some(b.all_request_modes_frame(&f))
+    }),
 ];
 
 /// The row for `code`, if Silo answers it.
@@ -182,6 +186,8 @@ mod tests {
             rq::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
             rq::DELETE_SUBSCRIPTIONGROUP,
             rq::GET_SUBSCRIPTIONGROUP_CONFIG,
+            rq::SET_MESSAGE_REQUEST_MODE,
+            rq::GET_ALL_MESSAGE_REQUEST_MODE,
         ];
         for code in answered {
             assert!(matches!(find(code).map(|r| r.handler), Some(Handler::Broker(_))), "broker code {code}");

@@ -88,6 +88,13 @@ pub enum BrokerError {
     NoMessageAtOffset { offset: i64, reason: String },
     #[error("can not find message, maybe time range not correct")]
     NoMessageForKey,
+    /// SET_MESSAGE_REQUEST_MODE for a retry topic (Java's remark).
+    #[error("retry topic is not allowed to set mode")]
+    RetryTopicMode,
+    #[error("subscription group does not exist")]
+    GroupNotExist,
+    #[error("the consume mode must be PULL or POP, not {0:?}")]
+    BadRequestMode(String),
     #[error("the group[{0}] is invalid")]
     InvalidGroup(String),
     /// GET_SUBSCRIPTIONGROUP_CONFIG for a group this broker lacks (Java's remark).

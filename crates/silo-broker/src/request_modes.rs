@@ -1,0 +1,44 @@
+//! How each group consumes each topic, PULL or POP (`config/messageRequestMode.json`, docs/protocol.md
+//! §2.9): set by `mqadmin setConsumeMode` (SET_MESSAGE_REQUEST_MODE), kept as Apache's broker keeps
+//! it, so that a store moves between the two with its groups' modes.
+
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use silo_store::config_file::{read_json, write_json_atomic};
+use silo_store::fs::Fs;
+use silo_wire::body::{MessageRequestMode, MessageRequestModes};
+
+#[derive(Debug)]
+pub struct RequestModes {
+    fs: Arc<dyn Fs>,
+    path: PathBuf,
+    state: RwLock<MessageRequestModes>,
+}
+
+impl RequestModes {
+    pub fn load(fs: Arc<dyn Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
+        let state = read_json(&*fs, &path)?.unwrap_or_default();
+        Ok(Self { fs, path, state: RwLock::new(state) })
+    }
+
+    /// The mode a group has for a topic, if one was set.
+    pub fn get(&self, topic: &str, group: &str) -> Option<MessageRequestMode> {
+        let s = self.state.read().unwrap_or_else(|e| e.into_inner());
+        s.message_request_mode_map.get(topic)?.get(group).cloned()
+    }
+
+    /// Sets it and persists.
+    pub fn set(&self, mode: MessageRequestMode) -> Result<(), silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            s.message_request_mode_map.entry(mode.topic.clone()).or_default().insert(mode.consumer_group.clone(), mode);
+        }
+        let snapshot = self.all();
+        write_json_atomic(&*self.fs, &self.path, &snapshot)
+    }
+
+    pub fn all(&self) -> MessageRequestModes {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
