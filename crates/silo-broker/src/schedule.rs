@@ -83,18 +83,7 @@ impl Scheduler {
                         rec.properties
                             .push_without(props, &[keys::DELAY, keys::REAL_TOPIC, keys::REAL_QID, keys::WAIT]);
                         let _ = write!(props, "{}\u{1}false\u{2}", keys::WAIT);
-                        let msg = MessageToStore {
-                            topic,
-                            queue_id: qid,
-                            flag: rec.meta.flag,
-                            sys_flag: rec.meta.sys_flag,
-                            born_timestamp: rec.meta.born_timestamp,
-                            born_host: rec.meta.born_host,
-                            reconsume_times: rec.meta.reconsume_times,
-                            prepared_tx_offset: 0,
-                            body: rec.body,
-                            properties: props,
-                        };
+                        let msg = MessageToStore::again(&rec, topic, qid, props);
                         if let Err(e) = broker.store.append(appender, &msg) {
                             tracing::error!(error = %e, "re-putting a delayed message failed; retrying later");
                             break 'level;

@@ -239,18 +239,7 @@ impl TimerService {
         }
         let now = broker.config.clock.now_ms();
         let _ = write!(self.props, "{}\u{1}{now}\u{2}{}\u{1}false\u{2}", keys::TIMER_DEQUEUE_MS, keys::WAIT);
-        let msg = MessageToStore {
-            topic,
-            queue_id,
-            flag: rec.meta.flag,
-            sys_flag: rec.meta.sys_flag,
-            born_timestamp: rec.meta.born_timestamp,
-            born_host: rec.meta.born_host,
-            reconsume_times: rec.meta.reconsume_times,
-            prepared_tx_offset: 0,
-            body: rec.body,
-            properties: &self.props,
-        };
+        let msg = MessageToStore::again(rec, topic, queue_id, &self.props);
         if broker.topics.queues(topic).is_none() {
             broker.topics.ensure_system(topic, queue_id.saturating_add(1).max(1))?;
             broker.register_routes_if_changed();
@@ -268,18 +257,7 @@ impl TimerService {
         self.props.clear();
         p.push_without(&mut self.props, &[keys::TIMER_ROLL_TIMES]);
         let _ = write!(self.props, "{}\u{1}{}\u{2}", keys::TIMER_ROLL_TIMES, times + 1);
-        let msg = MessageToStore {
-            topic: TIMER_TOPIC,
-            queue_id: 0,
-            flag: rec.meta.flag,
-            sys_flag: rec.meta.sys_flag,
-            born_timestamp: rec.meta.born_timestamp,
-            born_host: rec.meta.born_host,
-            reconsume_times: rec.meta.reconsume_times,
-            prepared_tx_offset: 0,
-            body: rec.body,
-            properties: &self.props,
-        };
+        let msg = MessageToStore::again(rec, TIMER_TOPIC, 0, &self.props);
         let r = broker.store.append(&mut self.appender, &msg)?;
         self.fired_end = Some(r.end_offset);
         Ok(())

@@ -22,7 +22,7 @@ use super::error_response;
 use crate::broker::{Broker, ConnState};
 use crate::connection::{Body, Channel, Outgoing};
 use crate::core::BrokerError;
-use crate::core::send::{Messages, Payload, SendRequest};
+use crate::core::send::{Messages, Payload};
 use crate::response;
 
 /// How long the requester may take to answer a push (Java's `callClient`).
@@ -43,19 +43,11 @@ impl Broker {
             Err(e) => return (!oneway).then(|| error_response(opaque, &BrokerError::BadHeader(e.to_string()))),
         };
         let properties = h.properties.as_deref().unwrap_or("");
-        let mut req = SendRequest {
-            topic: &h.topic,
-            default_topic: &h.default_topic,
-            default_topic_queue_nums: h.default_topic_queue_nums,
-            queue_id: h.queue_id,
-            sys_flag: h.sys_flag,
-            born_timestamp: h.born_timestamp,
-            born_host: channel.remote,
-            reconsume_times: h.reconsume_times.unwrap_or(0),
-            max_reconsume_times: h.max_reconsume_times,
-            properties,
-            messages: Messages::One(Payload { flag: h.flag, body: &frame.body, properties }),
-        };
+        let mut req = super::send::send_request(
+            &h,
+            channel,
+            Messages::One(Payload { flag: h.flag, body: &frame.body, properties }),
+        );
         // Stored first, so that the answer can name where; a reply that cannot be stored is
         // still pushed (Java logs the failure and answers by the push).
         let stored = self.plan_send(&req).and_then(|plan| self.send(conn, &mut req, &plan).map(|s| (plan, s)));

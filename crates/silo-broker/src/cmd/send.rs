@@ -20,6 +20,28 @@ use crate::core::send::{Destination, Messages, Payload, SendBack, SendRequest};
 use crate::response;
 use crate::try_reply;
 
+/// The core's send request for a decoded send header (also a reply's, which has the same header).
+pub(super) fn send_request<'a>(
+    h: &'a SendMessageRequestHeader,
+    channel: &Channel,
+    messages: Messages<'a>,
+) -> SendRequest<'a> {
+    let properties = h.properties.as_deref().unwrap_or("");
+    SendRequest {
+        topic: &h.topic,
+        default_topic: &h.default_topic,
+        default_topic_queue_nums: h.default_topic_queue_nums,
+        queue_id: h.queue_id,
+        sys_flag: h.sys_flag,
+        born_timestamp: h.born_timestamp,
+        born_host: channel.remote,
+        reconsume_times: h.reconsume_times.unwrap_or(0),
+        max_reconsume_times: h.max_reconsume_times,
+        properties,
+        messages,
+    }
+}
+
 impl Broker {
     pub(crate) fn send_message(
         self: &Arc<Self>,
@@ -85,19 +107,7 @@ impl Broker {
         } else {
             Messages::One(Payload { flag: h.flag, body: &frame.body, properties })
         };
-        let mut req = SendRequest {
-            topic: &h.topic,
-            default_topic: &h.default_topic,
-            default_topic_queue_nums: h.default_topic_queue_nums,
-            queue_id: h.queue_id,
-            sys_flag: h.sys_flag,
-            born_timestamp: h.born_timestamp,
-            born_host: channel.remote,
-            reconsume_times: h.reconsume_times.unwrap_or(0),
-            max_reconsume_times: h.max_reconsume_times,
-            properties,
-            messages,
-        };
+        let mut req = send_request(&h, channel, messages);
         let plan = self.plan_send(&req)?;
         let sent = self.send(conn, &mut req, &plan)?;
         let store_host = self.config.broker_addr();

@@ -513,16 +513,8 @@ impl Broker {
             None => (topic.as_str(), queue_id),
         };
         let msg = MessageToStore {
-            topic: store_topic,
-            queue_id: store_queue,
-            flag: rec.meta.flag,
-            sys_flag: rec.meta.sys_flag,
-            born_timestamp: rec.meta.born_timestamp,
-            born_host: rec.meta.born_host,
             reconsume_times: reconsumed.saturating_add(1),
-            prepared_tx_offset: 0,
-            body: rec.body,
-            properties: &props,
+            ..MessageToStore::again(&rec, store_topic, store_queue, &props)
         };
         self.store.append(&mut conn.appender, &msg)?;
         Ok(())

@@ -424,16 +424,9 @@ impl Broker {
         let mut props = std::mem::take(&mut conn.props);
         real_properties(&mut props, &p);
         let msg = MessageToStore {
-            topic,
-            queue_id,
-            flag: half.meta.flag,
             sys_flag: (half.meta.sys_flag & !sys_flag::TRANSACTION_MASK) | sys_flag::TRANSACTION_COMMIT_TYPE,
-            born_timestamp: half.meta.born_timestamp,
-            born_host: half.meta.born_host,
-            reconsume_times: half.meta.reconsume_times,
             prepared_tx_offset: half_offset,
-            body: half.body,
-            properties: &props,
+            ..MessageToStore::again(half, topic, queue_id, &props)
         };
         let r = self.store.append(&mut conn.appender, &msg);
         conn.props = props;
@@ -563,18 +556,7 @@ impl Broker {
             props.clear();
             rec.properties.push_without(&mut props, &[CHECK_TIMES]);
             let _ = write!(props, "{CHECK_TIMES}\u{1}{}\u{2}", half.check_times + 1);
-            let copy = MessageToStore {
-                topic: HALF_TOPIC,
-                queue_id: 0,
-                flag: rec.meta.flag,
-                sys_flag: rec.meta.sys_flag,
-                born_timestamp: rec.meta.born_timestamp,
-                born_host: rec.meta.born_host,
-                reconsume_times: rec.meta.reconsume_times,
-                prepared_tx_offset: 0,
-                body: rec.body,
-                properties: &props,
-            };
+            let copy = MessageToStore::again(&rec, HALF_TOPIC, 0, &props);
             let appended = self.store.append(&mut conn.appender, &copy);
             conn.props = props;
             let appended = appended?;
@@ -604,18 +586,7 @@ impl Broker {
     fn give_up(&self, conn: &mut ConnState, rec: &StoredRecord<'_>) -> Result<(), BrokerError> {
         self.topics.ensure_system(CHECK_MAX_TIME_TOPIC, 1)?;
         self.register_routes_if_changed();
-        let msg = MessageToStore {
-            topic: CHECK_MAX_TIME_TOPIC,
-            queue_id: 0,
-            flag: rec.meta.flag,
-            sys_flag: rec.meta.sys_flag,
-            born_timestamp: rec.meta.born_timestamp,
-            born_host: rec.meta.born_host,
-            reconsume_times: rec.meta.reconsume_times,
-            prepared_tx_offset: 0,
-            body: rec.body,
-            properties: rec.properties.as_str(),
-        };
+        let msg = MessageToStore::again(rec, CHECK_MAX_TIME_TOPIC, 0, rec.properties.as_str());
         self.store.append(&mut conn.appender, &msg)?;
         Ok(())
     }

@@ -55,6 +55,31 @@ pub struct MessageToStore<'a> {
     pub properties: &'a str,
 }
 
+impl<'a> MessageToStore<'a> {
+    /// A stored record stored again under `topic`/`queue_id` with `properties` (a delayed, timer,
+    /// transactional or given-up message moving on): its flag, sysFlag, born time and host,
+    /// reconsume count and body as they were.
+    pub fn again(
+        rec: &silo_wire::record::StoredRecord<'a>,
+        topic: &'a str,
+        queue_id: i32,
+        properties: &'a str,
+    ) -> Self {
+        Self {
+            topic,
+            queue_id,
+            flag: rec.meta.flag,
+            sys_flag: rec.meta.sys_flag,
+            born_timestamp: rec.meta.born_timestamp,
+            born_host: rec.meta.born_host,
+            reconsume_times: rec.meta.reconsume_times,
+            prepared_tx_offset: 0,
+            body: rec.body,
+            properties,
+        }
+    }
+}
+
 /// Where an appended record landed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AppendResult {
