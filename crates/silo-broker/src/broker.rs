@@ -19,6 +19,8 @@ use crate::topics::TopicManager;
 pub struct ConnState {
     pub appender: Appender,
     pub props: String,
+    /// A reused buffer for bodies the broker writes itself (pop journal records).
+    pub scratch: Vec<u8>,
 }
 
 #[derive(Debug)]
@@ -36,6 +38,8 @@ pub struct Broker {
     pub transactions: std::sync::Mutex<crate::core::transaction::TxBook>,
     /// Compiled SQL92 subscriptions.
     pub selectors: crate::core::filter::SelectorCache,
+    /// Unacknowledged pops and orderly holds (rebuilt from the pop journal at start).
+    pub pop: Arc<crate::core::pop::PopState>,
     /// The name server this broker registers with in-process (embedded mode).
     pub embedded_routes: Option<Arc<RouteTable>>,
     pub started: Instant,
@@ -69,6 +73,7 @@ impl Broker {
             config_dir.join("subscriptionGroup.json"),
             config.auto_create_subscription_group,
         )?;
+        let pop = Arc::new(crate::core::pop::PopState::new(&config.broker_cluster_name));
         let broker = Arc::new(Self {
             config,
             store,
@@ -79,6 +84,7 @@ impl Broker {
             clients: ClientRegistry::new(),
             transactions: std::sync::Mutex::default(),
             selectors: crate::core::filter::SelectorCache::default(),
+            pop,
             embedded_routes,
             started: Instant::now(),
             stats: Stats::default(),
@@ -86,6 +92,7 @@ impl Broker {
             registered_version: std::sync::atomic::AtomicI64::new(-1),
         });
         broker.load_transactions();
+        broker.load_pops();
         broker.register_routes();
         Ok(broker)
     }

@@ -52,6 +52,8 @@ pub struct BrokerConfig {
     pub timers: crate::core::send::TimerPolicy,
     /// `mappedFileSizeTimerLog`: bytes per timer-log file (100 MiB).
     pub timer_log_file_size: usize,
+    /// `reviveQueueNum`, `popFromRetryProbability`, `popPollingSize`.
+    pub pop: crate::core::pop::PopConfig,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -90,6 +92,7 @@ impl Default for BrokerConfig {
             transaction: crate::core::transaction::TransactionConfig::default(),
             timers: crate::core::send::TimerPolicy::default(),
             timer_log_file_size: silo_store::timer::DEFAULT_TIMER_LOG_FILE_SIZE,
+            pop: crate::core::pop::PopConfig::default(),
             clock: silo_store::clock::system(),
         }
     }
@@ -179,6 +182,13 @@ impl BrokerConfig {
             }
             "rejectTransactionMessage" => self.transaction.reject = parse_bool(v)?,
             "mappedFileSizeTimerLog" => self.timer_log_file_size = num(v)? as usize,
+            "reviveQueueNum" => {
+                self.pop.revive_queue_num = i32::try_from(num(v)?.clamp(1, 64)).map_err(|e| e.to_string())?;
+            }
+            "popFromRetryProbability" => {
+                self.pop.retry_probability = u32::try_from(num(v)?.min(100)).map_err(|e| e.to_string())?;
+            }
+            "popPollingSize" => self.pop.polling_size = num(v)? as usize,
             "timerWheelEnable" => self.timers.enabled = parse_bool(v)?,
             "timerPrecisionMs" => {
                 let ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?;

@@ -14,6 +14,7 @@ pub mod core;
 pub mod groups;
 pub mod namesrv;
 pub mod offsets;
+pub mod pop_revive;
 pub mod request_modes;
 pub mod response;
 pub mod schedule;

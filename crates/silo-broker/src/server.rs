@@ -189,6 +189,10 @@ pub async fn housekeeping(broker: Arc<Broker>, routes: Option<Arc<RouteTable>>, 
             _ = tick.tick() => {}
             _ = shutdown.changed() => return,
         }
+        broker.commit_revive_progress();
+        if let Err(e) = broker.persist_order_info() {
+            tracing::error!(error = %e, "cannot persist orderly pop holds");
+        }
         if let Err(e) = broker.offsets.persist() {
             tracing::error!(error = %e, "cannot persist consumer offsets");
         }
@@ -425,6 +429,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
     tasks.push(tokio::spawn(crate::transaction_check::run(broker.clone(), shutdown_rx.clone())));
     tasks.push(tokio::spawn(crate::timer::run(broker.clone(), shutdown_rx.clone())));
+    tasks.push(tokio::spawn(crate::pop_revive::run(broker.clone(), shutdown_rx.clone())));
     if !broker.config.namesrv_addr.is_empty() {
         tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
     }
@@ -443,6 +448,8 @@ impl Running {
             let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
         }
         if let Some(broker) = self.broker {
+            broker.commit_revive_progress();
+            broker.persist_order_info()?;
             broker.offsets.persist()?;
             let store = broker.store.clone();
             tokio::task::spawn_blocking(move || store.shutdown()).await??;

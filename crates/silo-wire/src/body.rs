@@ -414,6 +414,107 @@ impl Default for MessageRequestMode {
     }
 }
 
+/// QUERY_ASSIGNMENT (400) body: which queues of `topic` client `client_id` of `consumer_group`
+/// should consume, the broker deciding (`setClientRebalance(false)` consumers).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueryAssignmentRequestBody {
+    #[serde(deserialize_with = "lenient::string")]
+    pub topic: String,
+    #[serde(deserialize_with = "lenient::string")]
+    pub consumer_group: String,
+    #[serde(deserialize_with = "lenient::string")]
+    pub client_id: String,
+    #[serde(deserialize_with = "lenient::string")]
+    pub strategy_name: String,
+    /// `CLUSTERING` or `BROADCASTING`.
+    #[serde(deserialize_with = "lenient::string")]
+    pub message_model: String,
+}
+
+/// The answer to QUERY_ASSIGNMENT; `None` (absent) tells the client to keep what it has.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct QueryAssignmentResponseBody {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message_queue_assignments: Option<Vec<MessageQueueAssignment>>,
+}
+
+/// One assigned queue and how to consume it (`PULL` or `POP`; a POP queue id of -1 means
+/// "pop from any queue of that broker").
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MessageQueueAssignment {
+    pub message_queue: MessageQueueData,
+    #[serde(deserialize_with = "lenient::string")]
+    pub mode: String,
+    pub attachments: BTreeMap<String, String>,
+}
+
+/// BATCH_ACK_MESSAGE (200151) body: acknowledgements of many pops at once.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BatchAckMessageRequestBody {
+    #[serde(deserialize_with = "lenient::string")]
+    pub broker_name: String,
+    pub acks: Vec<BatchAck>,
+}
+
+/// The acknowledged messages of one pop of one queue: bit `i` of `bit_set` acknowledges queue
+/// offset `start_offset + i`. Field names are Java's short ones (the long ones are accepted).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BatchAck {
+    #[serde(rename = "c", alias = "consumerGroup", deserialize_with = "lenient::string")]
+    pub consumer_group: String,
+    #[serde(rename = "t", alias = "topic", deserialize_with = "lenient::string")]
+    pub topic: String,
+    /// `"1"` for the retry topic (the topic mark of the handle).
+    #[serde(rename = "r", alias = "retry", deserialize_with = "lenient::string")]
+    pub retry: String,
+    #[serde(rename = "so", alias = "startOffset", deserialize_with = "lenient::long")]
+    pub start_offset: i64,
+    #[serde(rename = "q", alias = "queueId", deserialize_with = "lenient::int")]
+    pub queue_id: i32,
+    #[serde(rename = "rq", alias = "reviveQueueId", deserialize_with = "lenient::int")]
+    pub revive_queue_id: i32,
+    #[serde(rename = "pt", alias = "popTime", deserialize_with = "lenient::long")]
+    pub pop_time: i64,
+    #[serde(rename = "it", alias = "invisibleTime", deserialize_with = "lenient::long")]
+    pub invisible_time: i64,
+    /// `java.util.BitSet.toByteArray()` (little-endian bytes), as Base64 text.
+    #[serde(rename = "b", alias = "bitSet", with = "base64_bytes")]
+    pub bit_set: Vec<u8>,
+}
+
+impl BatchAck {
+    /// The acknowledged offsets, in ascending order.
+    pub fn offsets(&self) -> impl Iterator<Item = i64> + '_ {
+        let start = self.start_offset;
+        self.bit_set.iter().enumerate().flat_map(move |(byte_index, byte)| {
+            (0..8u32).filter(move |bit| byte & (1u8 << bit) != 0).map(move |bit| {
+                let index = (byte_index as i64).saturating_mul(8).saturating_add(i64::from(bit));
+                start.saturating_add(index)
+            })
+        })
+    }
+}
+
+mod base64_bytes {
+    use base64::Engine as _;
+    use base64::engine::general_purpose::STANDARD;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&STANDARD.encode(bytes))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        let text = Option::<String>::deserialize(d)?.unwrap_or_default();
+        STANDARD.decode(text.as_bytes()).map_err(serde::de::Error::custom)
+    }
+}
+
 /// `messageRequestMode.json`, and the GET_ALL_MESSAGE_REQUEST_MODE (402) answer: topic → group
 /// → mode.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -70,6 +70,19 @@ pub mod request {
     pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
     /// GET_ALL_MESSAGE_REQUEST_MODE: the `messageRequestMode.json` content.
     pub const GET_ALL_MESSAGE_REQUEST_MODE: i32 = 402;
+    /// QUERY_ASSIGNMENT: which queues a client of a group consumes, decided by the broker.
+    pub const QUERY_ASSIGNMENT: i32 = 400;
+    /// POP_MESSAGE: take messages for a while (they come back unless acknowledged).
+    pub const POP_MESSAGE: i32 = 200_050;
+    pub const ACK_MESSAGE: i32 = 200_051;
+    /// PEEK_MESSAGE: read what a pop would return, without taking it.
+    pub const PEEK_MESSAGE: i32 = 200_052;
+    pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200_053;
+    /// NOTIFICATION: wait until a pop would find something, without taking it.
+    pub const NOTIFICATION: i32 = 200_054;
+    /// POLLING_INFO: how many pops are parked on a queue.
+    pub const POLLING_INFO: i32 = 200_055;
+    pub const BATCH_ACK_MESSAGE: i32 = 200_151;
 }
 
 /// Response codes.
@@ -93,6 +106,12 @@ pub mod response {
     pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
     pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
+    /// A pop found nothing and the broker holds too many parked pops to park this one.
+    pub const POLLING_FULL: i32 = 209;
+    /// A parked pop found nothing before its poll time ran out.
+    pub const POLLING_TIMEOUT: i32 = 210;
+    /// NO_MESSAGE: the handle names no message the broker still holds for it.
+    pub const NO_MESSAGE: i32 = 208;
     pub const INVALID_PARAMETER: i32 = 29;
 }
 

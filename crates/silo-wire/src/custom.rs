@@ -527,6 +527,119 @@ custom_header! {
     }
 }
 
+custom_header! {
+    /// POP_MESSAGE (200050). `queueId` -1 pops from any queue; `initMode` says where a group
+    /// with no committed offset starts (0 the first message, 1 the end); `order` asks for one
+    /// message group (queue) at a time.
+    PopMessageRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+        max_msg_nums: i32 = "maxMsgNums",
+        invisible_time: i64 = "invisibleTime",
+        poll_time: i64 = "pollTime",
+        /// Absent or 0 from the proxy: the broker takes its own clock.
+        born_time: Option<i64> = "bornTime",
+        init_mode: i32 = "initMode",
+        exp_type: Option<ExtStr> = "expType",
+        exp: Option<ExtStr> = "exp",
+        order: Option<bool> = "order",
+        attempt_id: Option<ExtStr> = "attemptId",
+    }
+}
+
+custom_header! {
+    /// The answer to a pop: the fields from which the client rebuilds each message's receipt
+    /// handle (see [`crate::pop`]).
+    PopMessageResponseHeader {
+        pop_time: i64 = "popTime",
+        invisible_time: i64 = "invisibleTime",
+        revive_qid: i32 = "reviveQid",
+        rest_num: i64 = "restNum",
+        start_offset_info: Option<ExtStr> = "startOffsetInfo",
+        msg_offset_info: Option<ExtStr> = "msgOffsetInfo",
+        order_count_info: Option<ExtStr> = "orderCountInfo",
+    }
+}
+
+custom_header! {
+    /// PEEK_MESSAGE (200052).
+    PeekMessageRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+        max_msg_nums: i32 = "maxMsgNums",
+    }
+}
+
+custom_header! {
+    /// ACK_MESSAGE (200051): `extraInfo` is the receipt handle, `offset` the message's queue
+    /// offset, `topic` the topic it was popped from (the retry topic for a retried message).
+    AckMessageRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+        extra_info: ExtStr = "extraInfo",
+        offset: i64 = "offset",
+    }
+}
+
+custom_header! {
+    /// CHANGE_MESSAGE_INVISIBLETIME (200053).
+    ChangeInvisibleTimeRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+        extra_info: ExtStr = "extraInfo",
+        offset: i64 = "offset",
+        invisible_time: i64 = "invisibleTime",
+    }
+}
+
+custom_header! {
+    /// The answer to a change of invisible time: the new handle's pop fields.
+    ChangeInvisibleTimeResponseHeader {
+        pop_time: i64 = "popTime",
+        invisible_time: i64 = "invisibleTime",
+        revive_qid: i32 = "reviveQid",
+    }
+}
+
+custom_header! {
+    /// NOTIFICATION (200054): wait until a pop would find something.
+    NotificationRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+        poll_time: i64 = "pollTime",
+        born_time: Option<i64> = "bornTime",
+        order: Option<bool> = "order",
+        attempt_id: Option<ExtStr> = "attemptId",
+    }
+}
+
+custom_header! {
+    NotificationResponseHeader {
+        has_msg: bool = "hasMsg",
+        polling_full: Option<bool> = "pollingFull",
+    }
+}
+
+custom_header! {
+    /// POLLING_INFO (200055).
+    PollingInfoRequestHeader {
+        consumer_group: ExtStr = "consumerGroup",
+        topic: ExtStr = "topic",
+        queue_id: i32 = "queueId",
+    }
+}
+
+custom_header! {
+    PollingInfoResponseHeader {
+        polling_num: i32 = "pollingNum",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

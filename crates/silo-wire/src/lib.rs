@@ -31,6 +31,7 @@ pub mod frame;
 pub mod header;
 pub mod lenient;
 pub mod msgid;
+pub mod pop;
 pub mod properties;
 mod reader;
 pub mod record;

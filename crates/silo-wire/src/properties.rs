@@ -31,6 +31,8 @@ pub mod keys {
     pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
     pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
     pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+    /// When a popped message was first handed out (set when it is revived).
+    pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
     pub const MIN_OFFSET: &str = "MIN_OFFSET";
     pub const MAX_OFFSET: &str = "MAX_OFFSET";
     pub const CLUSTER: &str = "CLUSTER";

@@ -116,3 +116,22 @@ impl Broker {
         response::success(frame.header.opaque)
     }
 }
+
+impl Broker {
+    /// QUERY_ASSIGNMENT (400): always SUCCESS; no assignment (absent) when the client is not
+    /// a known member or the strategy is not one Java's broker knows.
+    pub(crate) fn query_assignment_frame(&self, frame: &Frame) -> Outgoing {
+        let opaque = frame.header.opaque;
+        let req: silo_wire::body::QueryAssignmentRequestBody = try_reply!(super::body(frame));
+        let query = crate::core::assignment::AssignmentQuery {
+            topic: &req.topic,
+            group: &req.consumer_group,
+            client_id: &req.client_id,
+            strategy: &req.strategy_name,
+            broadcasting: req.message_model.eq_ignore_ascii_case("BROADCASTING"),
+        };
+        let body =
+            silo_wire::body::QueryAssignmentResponseBody { message_queue_assignments: self.query_assignment(&query) };
+        response::with_body(opaque, encode_json_body(&body))
+    }
+}

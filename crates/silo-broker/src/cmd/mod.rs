@@ -5,6 +5,7 @@ pub mod client;
 pub mod dispatch;
 pub mod namesrv;
 pub mod offset;
+pub mod pop;
 pub mod pull;
 pub mod reply;
 pub mod send;
@@ -61,6 +62,16 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         BrokerError::NoTopicHere(_) | BrokerError::TopicNotFound(_) => rs::TOPIC_NOT_EXIST,
         BrokerError::ConsumerNotOnline(_) => rs::CONSUMER_NOT_ONLINE,
         BrokerError::NoMessageForKey => rs::QUERY_NOT_FOUND,
+        BrokerError::PopTooMany(_) => rs::INVALID_PARAMETER,
+        BrokerError::PopNeedsTimers(_) | BrokerError::BadHandle(_) => rs::SYSTEM_ERROR,
+        BrokerError::PopTimeoutTooMuch(_) => rs::POLLING_TIMEOUT,
+        BrokerError::PopForbidden(_) | BrokerError::GroupConsumeDisabled(_) => rs::NO_PERMISSION,
+        BrokerError::PopGroupNotExist(_) => rs::SUBSCRIPTION_GROUP_NOT_EXIST,
+        BrokerError::AckQueueIllegal { .. } => rs::MESSAGE_ILLEGAL,
+        BrokerError::AckOffsetIllegal { .. }
+        | BrokerError::ChangeOffsetIllegal
+        | BrokerError::HandleExpired { .. }
+        | BrokerError::NoSuchPoppedMessage => rs::NO_MESSAGE,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

@@ -114,10 +114,20 @@ pub static REQUESTS: &[Request] = &[
         Some(b.group_config_frame(&f))
     }),
     broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
+    broker(rq::QUERY_ASSIGNMENT, "QUERY_ASSIGNMENT", |b, _, _, f| Some(b.query_assignment_frame(&f))),
     broker(rq::SET_MESSAGE_REQUEST_MODE, "SET_MESSAGE_REQUEST_MODE", |b, _, _, f| Some(b.set_request_mode_frame(&f))),
     broker(rq::GET_ALL_MESSAGE_REQUEST_MODE, "GET_ALL_MESSAGE_REQUEST_MODE", |b, _, _, f| {
         Some(b.all_request_modes_frame(&f))
     }),
+    broker(rq::POP_MESSAGE, "POP_MESSAGE", |b, c, ch, f| b.pop_message(c, ch, f)),
+    broker(rq::ACK_MESSAGE, "ACK_MESSAGE", |b, c, ch, f| b.ack_message(c, ch, &f)),
+    broker(rq::PEEK_MESSAGE, "PEEK_MESSAGE", |b, _, _, f| Some(b.peek_message(&f))),
+    broker(rq::CHANGE_MESSAGE_INVISIBLETIME, "CHANGE_MESSAGE_INVISIBLETIME", |b, c, ch, f| {
+        b.change_invisible_frame(c, ch, &f)
+    }),
+    broker(rq::NOTIFICATION, "NOTIFICATION", |b, _, ch, f| b.notification(ch, &f)),
+    broker(rq::POLLING_INFO, "POLLING_INFO", |b, _, _, f| Some(b.polling_info(&f))),
+    broker(rq::BATCH_ACK_MESSAGE, "BATCH_ACK_MESSAGE", |b, c, ch, f| b.batch_ack_message(c, ch, &f)),
 ];
 
 /// The row for `code`, if Silo answers it.
@@ -188,6 +198,14 @@ mod tests {
             rq::GET_SUBSCRIPTIONGROUP_CONFIG,
             rq::SET_MESSAGE_REQUEST_MODE,
             rq::GET_ALL_MESSAGE_REQUEST_MODE,
+            rq::QUERY_ASSIGNMENT,
+            rq::POP_MESSAGE,
+            rq::ACK_MESSAGE,
+            rq::PEEK_MESSAGE,
+            rq::CHANGE_MESSAGE_INVISIBLETIME,
+            rq::NOTIFICATION,
+            rq::POLLING_INFO,
+            rq::BATCH_ACK_MESSAGE,
         ];
         for code in answered {
             assert!(matches!(find(code).map(|r| r.handler), Some(Handler::Broker(_))), "broker code {code}");

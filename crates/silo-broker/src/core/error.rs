@@ -105,6 +105,43 @@ pub enum BrokerError {
     BadAttributes(String),
     #[error("MIXED message type is not supported.")]
     MixedMessageTypeUnsupported,
+    /// POP_MESSAGE asking for more than 32 messages (Java's remark; the broker's address).
+    #[error("the broker[{0}] pop message's num is greater than 32")]
+    PopTooMany(String),
+    /// POP with `timerWheelEnable=false` (Java's remark: its revive needs timers).
+    #[error("the broker[{0}] pop message is forbidden because timerWheelEnable is false")]
+    PopNeedsTimers(String),
+    /// A pop that arrived more than 500 ms after its own poll time ran out (Java's remark).
+    #[error("the broker[{0}] pop message is timeout too much")]
+    PopTimeoutTooMuch(String),
+    #[error("the topic[{0}] peeking message is forbidden")]
+    PopForbidden(String),
+    #[error("subscription group [{0}] does not exist")]
+    PopGroupNotExist(String),
+    #[error("subscription group no permission, {0}")]
+    GroupConsumeDisabled(String),
+    /// An acknowledgement for a queue the topic does not have (Java answers MESSAGE_ILLEGAL).
+    #[error("queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queues}]")]
+    AckQueueIllegal { topic: String, queue_id: i32, read_queues: i32 },
+    /// An acknowledgement for an offset outside the queue (Java's remark).
+    #[error("offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{min}~{max}")]
+    AckOffsetIllegal { topic: String, queue_id: i32, offset: i64, min: i64, max: i64 },
+    /// A change of invisible time for an offset outside the queue (Java gives no remark).
+    #[error("")]
+    ChangeOffsetIllegal,
+    /// A receipt handle that does not parse.
+    #[error("{0}")]
+    BadHandle(String),
+    /// The handle's invisible time ran out and its message was handed out again: this
+    /// handle can no longer acknowledge or renew it.
+    #[error(
+        "the receipt handle expired: its message is visible again (popTime {pop_time}, invisibleTime {invisible_time})"
+    )]
+    HandleExpired { pop_time: i64, invisible_time: i64 },
+    /// A handle naming no message this broker holds for this group (forged, another
+    /// group's, or already renewed).
+    #[error("no popped message of this group matches the receipt handle")]
+    NoSuchPoppedMessage,
     #[error("{0}")]
     Store(#[from] StoreError),
 }

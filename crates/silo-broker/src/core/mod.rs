@@ -8,11 +8,13 @@
 //! it can be tested without sockets or a store.
 
 pub mod admin;
+pub mod assignment;
 pub mod attributes;
 pub mod clients;
 pub mod error;
 pub mod filter;
 pub mod offsets;
+pub mod pop;
 pub mod pull;
 pub mod send;
 pub mod transaction;

@@ -28,7 +28,7 @@ pub(crate) const MAX_TOPIC_LEN: usize = 127;
 const MAX_DELAY_LEVEL: i32 = 18;
 
 /// Reconsume limit when the request does not say (Java's default `maxReconsumeTimes`).
-const DEFAULT_MAX_RECONSUME: i32 = 16;
+pub const DEFAULT_MAX_RECONSUME: i32 = 16;
 
 /// One message of a send: its user flag, body and properties as the producer wrote them.
 #[derive(Debug, Clone, Copy)]

@@ -266,6 +266,52 @@ impl Store {
         }
     }
 
+    /// Waits until any of `queues` (topic, queue, offset) holds a message at or past its
+    /// offset, or `also` is notified, or `timeout` passes; returns whether a queue has one.
+    /// (A pop of any queue of a topic, and of its retry topic, waits on all of them.)
+    pub async fn wait_for_any_message(
+        &self,
+        queues: &[(&str, i32, i64)],
+        also: Option<&tokio::sync::Notify>,
+        timeout: Duration,
+    ) -> bool {
+        let watched: Vec<(Arc<ConsumeQueue>, i64)> =
+            queues.iter().filter_map(|&(t, q, o)| self.inner.queue(t, q).map(|cq| (cq, o))).collect();
+        let any = || watched.iter().any(|(cq, o)| cq.max_offset() > *o);
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let mut waits: Vec<_> = watched.iter().map(|(cq, _)| Box::pin(cq.notified())).collect();
+            for w in &mut waits {
+                w.as_mut().enable();
+            }
+            let mut extra = also.map(|n| Box::pin(n.notified()));
+            if let Some(e) = &mut extra {
+                e.as_mut().enable();
+            }
+            if any() {
+                return true;
+            }
+            let woken = std::future::poll_fn(|cx| {
+                if let Some(e) = &mut extra
+                    && e.as_mut().poll(cx).is_ready()
+                {
+                    return std::task::Poll::Ready(true);
+                }
+                for w in &mut waits {
+                    if w.as_mut().poll(cx).is_ready() {
+                        return std::task::Poll::Ready(false);
+                    }
+                }
+                std::task::Poll::Pending
+            });
+            match tokio::time::timeout_at(deadline, woken).await {
+                Err(_) => return any(),
+                Ok(true) => return any(),
+                Ok(false) => {}
+            }
+        }
+    }
+
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
         self.inner.existing_queue(topic, queue_id).map_or(0, |q| q.max_offset())
     }

@@ -1,0 +1,52 @@
+//! The revive service (docs/protocol.md §2.16): popped messages whose invisible time ran out
+//! unacknowledged are stored again in their group's retry topic ([`crate::core::pop`]).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::broker::{Broker, ConnState};
+
+/// How often the service looks for due checkpoints.
+const TICK: Duration = Duration::from_millis(200);
+
+/// Runs until the broker shuts down.
+pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    // The journal is read back only once dispatch has replayed what the log holds.
+    broker.store.caught_up(Duration::from_secs(30)).await;
+    let mut conn = Some(ConnState::default());
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = shutdown.changed() => return,
+        }
+        let now = broker.config.clock.now_ms();
+        if broker.pop.next_due().is_none_or(|at| at > now) {
+            continue;
+        }
+        let b = Arc::clone(&broker);
+        let mut c = conn.take().unwrap_or_default();
+        let round = tokio::task::spawn_blocking(move || {
+            let r = b.revive_round(&mut c, now);
+            (r, c)
+        })
+        .await;
+        match round {
+            Ok((Ok(r), c)) => {
+                conn = Some(c);
+                if r.revived + r.dead_lettered + r.dropped > 0 {
+                    tracing::debug!(
+                        revived = r.revived,
+                        dead_lettered = r.dead_lettered,
+                        dropped = r.dropped,
+                        "revive round"
+                    );
+                }
+            }
+            Ok((Err(e), c)) => {
+                conn = Some(c);
+                tracing::warn!(error = %e, "revive round failed; trying again next round");
+            }
+            Err(e) => tracing::error!(error = %e, "revive round panicked"),
+        }
+    }
+}
