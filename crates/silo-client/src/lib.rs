@@ -5,6 +5,7 @@
 //! - [`Client`]: the name servers, one multiplexed connection per broker, cached topic routes.
 //! - [`Producer`]: sync, one-way and batch sends; pipelining is many sends in flight at once.
 //! - [`PullConsumer`]: pull with long polling (tag or SQL92 [`Subscription`]s), and the group's offsets.
+//! - [`PopConsumer`]: pop, acknowledge and renew messages; the broker keeps the offsets.
 //! - [`Admin`]: topics, the cluster, consumer progress, message lookup, broker runtime info.
 //!
 //! ```no_run
@@ -26,6 +27,7 @@ pub mod connection;
 pub mod consumer;
 pub mod error;
 pub mod message;
+pub mod pop;
 pub mod producer;
 
 pub use admin::{Admin, FoundMessage, TopicSpec};
@@ -33,4 +35,5 @@ pub use client::{Client, ClientConfig, TopicRoute};
 pub use consumer::{ExpressionType, PullConsumer, PullResult, PullStatus, Subscription};
 pub use error::ClientError;
 pub use message::{Message, MessageQueue, ReceivedMessage};
+pub use pop::{PopConsumer, PopResult, PoppedMessage};
 pub use producer::{Producer, ProducerConfig, SendResult, SendStatus, WritableQueues};

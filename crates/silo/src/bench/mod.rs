@@ -9,6 +9,7 @@
 //!   stamp in the body (same process, monotonic).
 //! - `visibility`: from a send's acknowledgement until a pull returns the message, for a new
 //!   topic, after the broker was idle, and under load.
+//! - `pop`: POP consumption of the backlog, each message acknowledged (POP + ACK).
 //! - `timers`: 5.x timer messages (`TIMER_DELIVER_MS`): how late they arrive against the time
 //!   they were due, or (`--pending`) what a broker holding many future timers costs while idle.
 //!
@@ -23,6 +24,7 @@
 
 mod consume;
 mod e2e;
+mod pop;
 mod produce;
 mod progress;
 mod rate;
@@ -62,6 +64,30 @@ enum Workload {
     /// Timer messages: lateness of delivery against the due time, or (`--pending`) the
     /// broker's memory and CPU while it holds many timers due far in the future.
     Timers(TimersArgs),
+    /// POP consumption of the backlog: pop, then acknowledge every message (POP + ACK).
+    Pop(PopArgs),
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+struct PopArgs {
+    #[command(flatten)]
+    #[serde(flatten)]
+    common: Common,
+    /// Consumer group.
+    #[arg(short = 'g', long, default_value = "silo-bench-pop")]
+    group: String,
+    /// Stop after this many messages (default: the group's whole backlog at the start).
+    #[arg(long)]
+    count: Option<u64>,
+    /// Consumers of the group, each with its own connections, popping at once.
+    #[arg(long, default_value_t = 4)]
+    consumers: usize,
+    /// Messages per pop (at most 32).
+    #[arg(long, default_value_t = 32)]
+    batch: i32,
+    /// Invisible time of the popped messages, milliseconds.
+    #[arg(long, default_value_t = 60_000)]
+    invisible_ms: u64,
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -387,6 +413,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Workload::E2e(a) => e2e::e2e(a).await,
             Workload::Visibility(a) => visibility::visibility(a).await,
             Workload::Timers(a) => timers::timers(a).await,
+            Workload::Pop(a) => pop::pop(a).await,
         }
     })
 }

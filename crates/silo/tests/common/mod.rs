@@ -223,6 +223,13 @@ impl SiloServer {
         }
     }
 
+    /// SIGKILL, then start again on the same directory and ports (a crash and a restart).
+    pub fn kill_and_start(&mut self) {
+        self.kill();
+        let extra = std::mem::take(&mut self.extra);
+        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, extra, None);
+    }
+
     /// [`stop`](Self::stop), then start again on the same directory and ports.
     pub fn restart(&mut self) {
         self.stop();

@@ -912,6 +912,9 @@ impl Broker {
             return;
         }
         let mut book = self.pop.book();
+        // A checkpoint means its pop moved the group's offset past its messages: after a kill
+        // the offsets file may be older than the journal, and this puts them back.
+        let mut read_past: std::collections::HashMap<(String, String, i32), i64> = std::collections::HashMap::new();
         for qid in 0..self.config.pop.revive_queue_num.max(1) {
             let mut from = self.offsets.query(journal::REVIVE_GROUP, &topic, qid).unwrap_or(0);
             loop {
@@ -929,10 +932,21 @@ impl Broker {
                     if let Ok(Decoded::Record(rec)) = decode_record(m, 0)
                         && let Some(record) = JournalRecord::read(&rec)
                     {
+                        if let JournalRecord::Checkpoint(ck) = &record {
+                            let last = ck.queue_offset_diff.iter().copied().max().unwrap_or(0);
+                            let next = ck.start_offset.saturating_add(i64::from(last)).saturating_add(1);
+                            let e = read_past.entry((ck.group.clone(), ck.topic.clone(), ck.queue_id)).or_insert(next);
+                            *e = (*e).max(next);
+                        }
                         book.apply(record, qid);
                     }
                 }
                 from = r.next_begin_offset;
+            }
+        }
+        for ((group, t, queue_id), next) in read_past {
+            if self.offsets.query(&group, &t, queue_id).is_none_or(|o| o < next) {
+                self.offsets.commit(&group, &t, queue_id, next);
             }
         }
         tracing::debug!(checkpoints = book.len(), messages = book.held_messages(), "pop journal replayed");
