@@ -76,6 +76,22 @@ impl SubscriptionGroups {
         Ok(Some(config))
     }
 
+    /// Whether a group may consume: `None` if it has no settings and none may be created
+    /// (Java's pop check, without copying the settings).
+    pub fn consume_enabled(&self, group: &str) -> Result<Option<bool>, silo_store::StoreError> {
+        let known = self
+            .state
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .subscription_group_table
+            .get(group)
+            .map(|g| g.consume_enable);
+        match known {
+            Some(enabled) => Ok(Some(enabled)),
+            None => Ok(self.find(group)?.map(|g| g.consume_enable)),
+        }
+    }
+
     /// The retry limit of a group, if it has settings.
     pub fn retry_max_times(&self, group: &str) -> Option<i32> {
         self.state

@@ -30,21 +30,50 @@ fn key(topic: &str, group: &str) -> String {
     format!("{topic}@{group}")
 }
 
+thread_local! {
+    /// The `topic@group` key of a lookup, built without allocating once it has grown.
+    static KEY: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+fn with_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
+    KEY.with(|k| match k.try_borrow_mut() {
+        Ok(mut k) => {
+            k.clear();
+            k.push_str(topic);
+            k.push('@');
+            k.push_str(group);
+            f(&k)
+        }
+        Err(_) => f(&key(topic, group)),
+    })
+}
+
 impl OffsetManager {
     pub fn load(fs: std::sync::Arc<dyn silo_store::fs::Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
         let state = read_json(&*fs, &path)?.unwrap_or_default();
         Ok(Self { fs, path, state: Mutex::new(state), dirty: AtomicBool::new(false) })
     }
 
+    /// Commits an offset (allocating only for a queue the group never committed before: the
+    /// pop path commits per pop).
     pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
+        let updated = with_key(topic, group, |k| match s.offset_table.get_mut(k).and_then(|q| q.get_mut(&queue_id)) {
+            Some(o) => {
+                *o = offset;
+                true
+            }
+            None => false,
+        });
+        if !updated {
+            s.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
+        }
         self.dirty.store(true, Ordering::Release);
     }
 
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
         let s = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        s.offset_table.get(&key(topic, group))?.get(&queue_id).copied()
+        with_key(topic, group, |k| s.offset_table.get(k)?.get(&queue_id).copied())
     }
 
     /// All (topic, queue → offset) of a group.

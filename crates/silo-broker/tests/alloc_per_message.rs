@@ -1,6 +1,6 @@
 //! Heap allocations per message through the whole broker, counted by a global allocator: a
 //! single SEND_MESSAGE_V2 with a JSON header as the Java client writes it (properties full of
-//! `\u0001` escapes), and a pull of what was sent. A regression in the header codec or the
+//! `\u0001` escapes), a pull of what was sent, and a POP of it with one ACK per message. A regression in the header codec or the
 //! handlers (a field copied, a response header built from new strings) fails these bounds.
 //!
 //! The client side allocates nothing while counting: requests are encoded beforehand and
@@ -21,6 +21,9 @@ use tokio::net::TcpStream;
 static GLOBAL: silo_alloc_count::Counting = silo_alloc_count::Counting;
 
 const TOPIC: &str = "AllocTopic";
+
+/// The counter is process-wide: one measurement at a time.
+static MEASURING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 const MEASURED: usize = 2000;
 
 fn request(code: i32, opaque: i32, h: &impl CustomHeader, body: &[u8], out: &mut Vec<u8>) {
@@ -128,6 +131,7 @@ fn check_responses(bytes: &[u8], n: usize, code: i32, mut check: impl FnMut(&sil
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sends_and_pulls_allocate_little_per_message() {
+    let _alone = MEASURING.lock().await;
     let dir = tempfile::tempdir().unwrap();
     let options =
         silo_broker::server::ServeOptions { namesrv: None, ..silo_broker::server::ServeOptions::local(dir.path()) };
@@ -170,4 +174,112 @@ async fn sends_and_pulls_allocate_little_per_message() {
     let per_message = allocs as f64 / (pulls * per_pull) as f64;
     assert!(per_message <= 0.5, "{per_message} allocations per pulled message");
     eprintln!("allocations: {per_send:.2} per single send, {per_message:.3} per pulled message");
+}
+
+fn pop_requests(first_opaque: i32, n: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 0..n {
+        let h = silo_wire::custom::PopMessageRequestHeader {
+            consumer_group: "alloc-pop".into(),
+            topic: TOPIC.into(),
+            queue_id: -1,
+            max_msg_nums: 32,
+            invisible_time: 60_000,
+            poll_time: 0,
+            born_time: Some(0),
+            init_mode: 0,
+            exp_type: Some("TAG".into()),
+            exp: Some("*".into()),
+            order: Some(false),
+            attempt_id: None,
+        };
+        request(rq::POP_MESSAGE, first_opaque + i as i32, &h, &[], &mut out);
+    }
+    out
+}
+
+/// The acknowledgements of every message in `responses` (pop answers), with the handles a
+/// client builds from them; returns the requests and their number.
+fn ack_requests(responses: &[u8], pops: usize, first_opaque: i32) -> (Vec<u8>, usize) {
+    let mut out = Vec::new();
+    let mut n = 0;
+    check_responses(responses, pops, rs::SUCCESS, |f| {
+        let ext = &f.header.ext_fields;
+        let starts: std::collections::HashMap<String, String> = ext
+            .get("startOffsetInfo")
+            .unwrap()
+            .split(';')
+            .map(|e| {
+                let p: Vec<&str> = e.split(' ').collect();
+                (format!("{}@{}", p[0], p[1]), p[2].to_owned())
+            })
+            .collect();
+        for rec in silo_wire::RecordWalker::new(&f.body) {
+            let key = format!("0@{}", rec.meta.queue_id);
+            let handle = format!(
+                "{} {} {} {} 0 broker-a {} {}",
+                starts[&key],
+                ext.get("popTime").unwrap(),
+                ext.get("invisibleTime").unwrap(),
+                ext.get("reviveQid").unwrap(),
+                rec.meta.queue_id,
+                rec.meta.queue_offset
+            );
+            let h = silo_wire::custom::AckMessageRequestHeader {
+                consumer_group: "alloc-pop".into(),
+                topic: TOPIC.into(),
+                queue_id: rec.meta.queue_id,
+                extra_info: handle.into(),
+                offset: rec.meta.queue_offset,
+            };
+            request(rq::ACK_MESSAGE, first_opaque + n as i32, &h, &[], &mut out);
+            n += 1;
+        }
+    });
+    (out, n)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pops_and_acks_allocate_little_per_message() {
+    let _alone = MEASURING.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let options =
+        silo_broker::server::ServeOptions { namesrv: None, ..silo_broker::server::ServeOptions::local(dir.path()) };
+    let running = silo_broker::server::start(options).await.unwrap();
+    let (addr, broker) = (running.broker_addr.unwrap(), running.broker.clone().unwrap());
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut responses = Vec::with_capacity(8 << 20);
+    let sent = 4000;
+    exchange(&mut stream, &send_requests(1, sent), sent, &mut responses).await;
+    check_responses(&responses, sent, rs::SUCCESS, |_| {});
+    for q in 0..4 {
+        assert!(
+            broker.store.wait_for_message(TOPIC, q, 999, Duration::from_secs(20)).await,
+            "queue {q} not dispatched"
+        );
+    }
+    // Warm up: the first pop creates the group, its offsets and the revive topic.
+    let warm = 5;
+    exchange(&mut stream, &pop_requests(10_000, warm), warm, &mut responses).await;
+    let (acks, n) = ack_requests(&responses, warm, 20_000);
+    exchange(&mut stream, &acks, n, &mut responses).await;
+    check_responses(&responses, n, rs::SUCCESS, |_| {});
+
+    let pops = 60;
+    let allocs = exchange(&mut stream, &pop_requests(30_000, pops), pops, &mut responses).await;
+    let (acks, popped) = ack_requests(&responses, pops, 40_000);
+    assert_eq!(popped, pops * 32, "every pop returns a full batch");
+    let per_popped = allocs as f64 / popped as f64;
+    let allocs = exchange(&mut stream, &acks, popped, &mut responses).await;
+    check_responses(&responses, popped, rs::SUCCESS, |_| {});
+    let per_ack = allocs as f64 / popped as f64;
+    assert_eq!(broker.pop.in_flight(), (0, 0), "every popped message was acknowledged");
+    // Per pop (whatever it returns): the response's header fields and info strings, the
+    // records' handles, the checkpoint's offsets and its index entries.
+    assert!(per_popped <= 1.0, "{per_popped} allocations per popped message");
+    // The request's field vector, as for a send; the journal record is written into reused
+    // buffers and the checkpoint is found by borrowed names.
+    assert!(per_ack <= 1.5, "{per_ack} allocations per acknowledgement");
+    eprintln!("allocations: {per_popped:.3} per popped message, {per_ack:.2} per acknowledgement");
 }

@@ -3,8 +3,12 @@
 //! projection of the pop journal ([`super::journal`]): every change is first appended there,
 //! and [`PopBook::apply`] rebuilds the same state from the records when the broker opens.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use std::hash::RandomState;
 use std::sync::Arc;
+
+/// Looked up by [`KeyRef`] without building an owned key (an ack allocates nothing).
+type HashMap<K, V> = hashbrown::HashMap<K, V, RandomState>;
 
 use super::journal::{AckRecord, BatchAckRecord, CheckpointRecord, JournalRecord};
 
@@ -17,6 +21,38 @@ pub struct CheckpointKey {
     pub queue_id: i32,
     pub start_offset: i64,
     pub pop_time: i64,
+}
+
+/// A [`CheckpointKey`] borrowed from a request: hashes and compares as the owned one.
+#[derive(Debug, Clone, Copy, Hash)]
+pub struct KeyRef<'a> {
+    pub group: &'a str,
+    pub topic: &'a str,
+    pub queue_id: i32,
+    pub start_offset: i64,
+    pub pop_time: i64,
+}
+
+impl hashbrown::Equivalent<CheckpointKey> for KeyRef<'_> {
+    fn equivalent(&self, k: &CheckpointKey) -> bool {
+        self.queue_id == k.queue_id
+            && self.start_offset == k.start_offset
+            && self.pop_time == k.pop_time
+            && self.group == &*k.group
+            && self.topic == &*k.topic
+    }
+}
+
+impl CheckpointKey {
+    pub fn as_ref(&self) -> KeyRef<'_> {
+        KeyRef {
+            group: &self.group,
+            topic: &self.topic,
+            queue_id: self.queue_id,
+            start_offset: self.start_offset,
+            pop_time: self.pop_time,
+        }
+    }
 }
 
 /// One unacknowledged pop of one queue.
@@ -82,6 +118,8 @@ pub struct PopBook {
     completed_by_time: BTreeSet<(i64, CheckpointKey)>,
     /// Messages held, for the operator's figures.
     held: usize,
+    /// Group and topic names, shared by the keys that name them.
+    names: hashbrown::HashSet<Arc<str>, RandomState>,
 }
 
 impl PopBook {
@@ -98,6 +136,16 @@ impl PopBook {
         self.held
     }
 
+    /// The shared copy of a group or topic name (allocated once per name).
+    pub fn intern(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return Arc::clone(n);
+        }
+        let n: Arc<str> = name.into();
+        self.names.insert(Arc::clone(&n));
+        n
+    }
+
     pub fn insert(&mut self, key: CheckpointKey, ck: Checkpoint) {
         // A new pop is the broker's "now": what completed before it and is visible since can go.
         self.forget_completed(key.pop_time);
@@ -110,11 +158,11 @@ impl PopBook {
         self.checkpoints.insert(key, ck);
     }
 
-    pub fn get(&self, key: &CheckpointKey) -> Option<&Checkpoint> {
+    pub fn get(&self, key: &KeyRef<'_>) -> Option<&Checkpoint> {
         self.checkpoints.get(key)
     }
 
-    pub fn lookup(&self, key: &CheckpointKey, offset: i64) -> AckLookup {
+    pub fn lookup(&self, key: &KeyRef<'_>, offset: i64) -> AckLookup {
         if self.completed.get(key).is_some_and(|ck| ck.index_of(offset).is_some()) {
             return AckLookup::AlreadyAcked;
         }
@@ -127,7 +175,7 @@ impl PopBook {
 
     /// Marks `offset` of checkpoint `key` acknowledged; drops the checkpoint once all are.
     /// Returns whether it was pending.
-    pub fn ack(&mut self, key: &CheckpointKey, offset: i64) -> bool {
+    pub fn ack(&mut self, key: &KeyRef<'_>, offset: i64) -> bool {
         let Some(ck) = self.checkpoints.get_mut(key) else { return false };
         let Some(i) = ck.index_of(offset) else { return false };
         if ck.is_acked(i) {
@@ -136,11 +184,11 @@ impl PopBook {
         ck.acked |= 1u64 << i;
         self.held = self.held.saturating_sub(1);
         if ck.all_acked()
-            && let Some(done) = self.remove(key)
+            && let Some((owned, done)) = self.remove(key)
         {
-            let at = done.visible_at(key);
-            self.completed_by_time.insert((at, key.clone()));
-            self.completed.insert(key.clone(), done);
+            let at = done.visible_at(&owned);
+            self.completed_by_time.insert((at, owned.clone()));
+            self.completed.insert(owned, done);
         }
         true
     }
@@ -157,17 +205,17 @@ impl PopBook {
         }
     }
 
-    pub fn remove(&mut self, key: &CheckpointKey) -> Option<Checkpoint> {
-        let ck = self.checkpoints.remove(key)?;
+    pub fn remove(&mut self, key: &KeyRef<'_>) -> Option<(CheckpointKey, Checkpoint)> {
+        let (key, ck) = self.checkpoints.remove_entry(key)?;
         self.held = self.held.saturating_sub(ck.unacked().count());
-        self.due.remove(&(ck.visible_at(key), key.clone()));
-        if let Some(q) = self.live.get_mut(&ck.revive_qid) {
-            q.remove(&ck.revive_offset);
-            if q.is_empty() {
-                self.live.remove(&ck.revive_qid);
-            }
+        let due = (ck.visible_at(&key), key);
+        self.due.remove(&due);
+        let key = due.1;
+        self.live.get_mut(&ck.revive_qid).and_then(|q| q.remove(&ck.revive_offset));
+        if self.live.get(&ck.revive_qid).is_some_and(BTreeMap::is_empty) {
+            self.live.remove(&ck.revive_qid);
         }
-        Some(ck)
+        Some((key, ck))
     }
 
     /// The checkpoints due at `now` (visible again with messages unacknowledged), earliest
@@ -199,7 +247,7 @@ impl PopBook {
                 self.insert(key, ck);
             }
             JournalRecord::Ack(AckRecord { ack_offset, start_offset, group, topic, queue_id, pop_time, .. }) => {
-                let key = CheckpointKey { group: group.into(), topic: topic.into(), queue_id, start_offset, pop_time };
+                let key = KeyRef { group: &group, topic: &topic, queue_id, start_offset, pop_time };
                 self.ack(&key, ack_offset);
             }
             JournalRecord::BatchAck(BatchAckRecord {
@@ -211,7 +259,7 @@ impl PopBook {
                 pop_time,
                 ..
             }) => {
-                let key = CheckpointKey { group: group.into(), topic: topic.into(), queue_id, start_offset, pop_time };
+                let key = KeyRef { group: &group, topic: &topic, queue_id, start_offset, pop_time };
                 for o in ack_offsets {
                     self.ack(&key, o);
                 }
@@ -239,8 +287,12 @@ pub fn from_record(ck: CheckpointRecord, revive_qid: i32) -> (CheckpointKey, Che
 mod tests {
     use super::*;
 
-    fn key(start: i64) -> CheckpointKey {
+    fn owned(start: i64) -> CheckpointKey {
         CheckpointKey { group: "g".into(), topic: "T".into(), queue_id: 0, start_offset: start, pop_time: 1000 }
+    }
+
+    fn key(start: i64) -> KeyRef<'static> {
+        KeyRef { group: "g", topic: "T", queue_id: 0, start_offset: start, pop_time: 1000 }
     }
 
     fn ck(revive_offset: i64, offsets: &[i64], invisible: i64) -> Checkpoint {
@@ -250,7 +302,7 @@ mod tests {
     #[test]
     fn a_checkpoint_leaves_once_every_message_is_acknowledged() {
         let mut book = PopBook::default();
-        book.insert(key(10), ck(0, &[10, 11, 13], 5000));
+        book.insert(owned(10), ck(0, &[10, 11, 13], 5000));
         assert_eq!(book.held_messages(), 3);
         assert_eq!(book.lookup(&key(10), 12), AckLookup::Unknown);
         assert!(book.ack(&key(10), 11));
@@ -267,13 +319,13 @@ mod tests {
     #[test]
     fn due_checkpoints_come_earliest_first_and_hold_back_the_journal() {
         let mut book = PopBook::default();
-        book.insert(key(20), ck(7, &[20], 9000));
-        book.insert(key(10), ck(5, &[10], 3000));
+        book.insert(owned(20), ck(7, &[20], 9000));
+        book.insert(owned(10), ck(5, &[10], 3000));
         assert_eq!(book.oldest_live(0), Some(5));
         assert!(book.due(3999, 10).is_empty());
         let due = book.due(4000, 10);
         assert_eq!(due.len(), 1);
-        assert_eq!(due[0].0, key(10));
+        assert_eq!(due[0].0, owned(10));
         book.remove(&key(10));
         assert_eq!((book.oldest_live(0), book.next_due()), (Some(7), Some(10_000)));
     }

@@ -96,6 +96,64 @@ pub struct BatchAckRecord {
     pub broker_name: Option<String>,
 }
 
+/// An [`AckRecord`] as written, borrowing its texts (an acknowledgement allocates nothing).
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AckOut<'a> {
+    #[serde(rename = "ao")]
+    pub ack_offset: i64,
+    #[serde(rename = "so")]
+    pub start_offset: i64,
+    #[serde(rename = "c")]
+    pub group: &'a str,
+    #[serde(rename = "t")]
+    pub topic: &'a str,
+    #[serde(rename = "q")]
+    pub queue_id: i32,
+    #[serde(rename = "pt")]
+    pub pop_time: i64,
+    #[serde(rename = "bn")]
+    pub broker_name: &'a str,
+}
+
+/// A [`CheckpointRecord`] as written, borrowing its texts and offsets.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CheckpointOut<'a> {
+    #[serde(rename = "so")]
+    pub start_offset: i64,
+    #[serde(rename = "pt")]
+    pub pop_time: i64,
+    #[serde(rename = "it")]
+    pub invisible_time: i64,
+    #[serde(rename = "bm")]
+    pub bit_map: i32,
+    #[serde(rename = "n")]
+    pub num: u8,
+    #[serde(rename = "q")]
+    pub queue_id: i32,
+    #[serde(rename = "t")]
+    pub topic: &'a str,
+    #[serde(rename = "c")]
+    pub group: &'a str,
+    #[serde(rename = "ro")]
+    pub revive_offset: i64,
+    #[serde(rename = "d", serialize_with = "diffs")]
+    pub offsets: (i64, &'a [i64]),
+    #[serde(rename = "bn")]
+    pub broker_name: &'a str,
+    #[serde(rename = "rp")]
+    pub re_put_times: i32,
+}
+
+/// Writes queue offsets as differences from the start offset.
+fn diffs<S: serde::Serializer>(v: &(i64, &[i64]), s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeSeq;
+    let mut seq = s.serialize_seq(Some(v.1.len()))?;
+    for o in v.1 {
+        seq.serialize_element(&i32::try_from(o.saturating_sub(v.0)).unwrap_or(i32::MAX))?;
+    }
+    seq.end()
+}
+
 /// One record of the journal, read back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JournalRecord {
@@ -189,6 +247,21 @@ mod tests {
         );
         let back: CheckpointRecord = serde_json::from_str(&json).unwrap();
         assert_eq!(back, ck);
+        let out = CheckpointOut {
+            start_offset: 40,
+            pop_time: 1_700_000_000_000,
+            invisible_time: 30_000,
+            bit_map: 0,
+            num: 2,
+            queue_id: 1,
+            topic: "Orders",
+            group: "g",
+            revive_offset: 0,
+            offsets: (40, &[40, 43]),
+            broker_name: "broker-a",
+            re_put_times: 0,
+        };
+        assert_eq!(serde_json::to_string(&out).unwrap(), json, "written as read");
         let ack: AckRecord =
             serde_json::from_str(r#"{"ao":43,"so":40,"c":"g","t":"Orders","q":1,"pt":1700000000000,"bn":"broker-a"}"#)
                 .unwrap();

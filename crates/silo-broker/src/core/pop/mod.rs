@@ -28,8 +28,8 @@ use silo_wire::pop::{self as wire_pop, ORDER_REVIVE_QUEUE, ReceiptHandle, TopicM
 use silo_wire::properties::keys;
 use silo_wire::record::{Decoded, decode_record};
 
-use self::book::{AckLookup, Checkpoint, CheckpointKey, PopBook};
-use self::journal::{ACK_TAG, AckRecord, BATCH_ACK_TAG, BatchAckRecord, CK_TAG, CheckpointRecord, JournalRecord};
+use self::book::{AckLookup, Checkpoint, CheckpointKey, KeyRef, PopBook};
+use self::journal::{ACK_TAG, AckOut, BATCH_ACK_TAG, BatchAckRecord, CK_TAG, CheckpointOut, JournalRecord};
 use self::order::{OrderAck, OrderBook, QueueKey};
 use super::BrokerError;
 use super::filter::{PullFilter, filter_for};
@@ -255,10 +255,10 @@ enum Revived {
     DeadLettered,
 }
 
-fn checkpoint_key(req: &HandleRequest<'_>, h: &ReceiptHandle<'_>) -> CheckpointKey {
-    CheckpointKey {
-        group: req.group.into(),
-        topic: req.topic.into(),
+fn key_ref<'a>(req: &HandleRequest<'a>, h: &ReceiptHandle<'_>) -> KeyRef<'a> {
+    KeyRef {
+        group: req.group,
+        topic: req.topic,
         queue_id: req.queue_id,
         start_offset: h.start_offset,
         pop_time: h.pop_time,
@@ -313,10 +313,10 @@ impl Broker {
     /// The group, which must exist (or be created, with `autoCreateSubscriptionGroup`) and
     /// may consume.
     fn consuming_group(&self, group: &str) -> Result<(), BrokerError> {
-        match self.groups.find(group)? {
+        match self.groups.consume_enabled(group)? {
             None => Err(BrokerError::PopGroupNotExist(group.to_owned())),
-            Some(g) if !g.consume_enable => Err(BrokerError::GroupConsumeDisabled(group.to_owned())),
-            Some(_) => Ok(()),
+            Some(false) => Err(BrokerError::GroupConsumeDisabled(group.to_owned())),
+            Some(true) => Ok(()),
         }
     }
 
@@ -447,15 +447,20 @@ impl Broker {
                     queue_id,
                     counts.iter().copied().min().unwrap_or(0),
                 );
+                wire_pop::push_msg_offsets(&mut infos.msgs, mark, queue_id, offsets.iter().copied());
             } else {
-                let end = self.append_checkpoint(conn, req, topic, queue_id, offset, &offsets, out)?;
+                wire_pop::push_msg_offsets(&mut infos.msgs, mark, queue_id, offsets.iter().copied());
+                let end = self.append_checkpoint(conn, req, topic, queue_id, offset, offsets, out)?;
                 out.journal_end = out.journal_end.max(end);
                 self.offsets.commit(req.group, topic, queue_id, r.next_begin_offset);
             }
             wire_pop::push_start_offset(&mut infos.start, mark, queue_id, offset);
-            wire_pop::push_msg_offsets(&mut infos.msgs, mark, queue_id, offsets.iter().copied());
             self.stats.get_messages.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
-            out.messages.append(&mut r.messages);
+            if out.messages.is_empty() {
+                out.messages = std::mem::take(&mut r.messages);
+            } else {
+                out.messages.append(&mut r.messages);
+            }
         } else if matches!(
             r.status,
             GetStatus::NoMatchedMessage | GetStatus::MessageWasRemoving | GetStatus::NoMatchedLogicQueue
@@ -478,39 +483,40 @@ impl Broker {
         topic: &str,
         queue_id: i32,
         start: i64,
-        offsets: &[i64],
+        offsets: Vec<i64>,
         out: &Popped,
     ) -> Result<i64, BrokerError> {
-        let record = CheckpointRecord {
+        let record = CheckpointOut {
             start_offset: start,
             pop_time: out.pop_time,
             invisible_time: out.invisible_time,
             bit_map: 0,
             num: u8::try_from(offsets.len()).unwrap_or(u8::MAX),
             queue_id,
-            topic: topic.to_owned(),
-            group: req.group.to_owned(),
+            topic,
+            group: req.group,
             revive_offset: 0,
-            queue_offset_diff: offsets.iter().map(|o| i32::try_from(o - start).unwrap_or(i32::MAX)).collect(),
-            broker_name: Some(self.config.broker_name.clone()),
+            offsets: (start, &offsets),
+            broker_name: &self.config.broker_name,
             re_put_times: 0,
         };
         let appended = self.append_journal(conn, out.revive_qid, CK_TAG, &record)?;
-        let key = CheckpointKey {
-            group: req.group.into(),
-            topic: topic.into(),
-            queue_id,
-            start_offset: start,
-            pop_time: out.pop_time,
-        };
         let ck = Checkpoint {
             revive_qid: out.revive_qid,
             revive_offset: appended.queue_offset,
             invisible_time: out.invisible_time,
-            offsets: offsets.to_vec(),
+            offsets,
             acked: 0,
         };
-        self.pop.book().insert(key, ck);
+        let mut book = self.pop.book();
+        let key = CheckpointKey {
+            group: book.intern(req.group),
+            topic: book.intern(topic),
+            queue_id,
+            start_offset: start,
+            pop_time: out.pop_time,
+        };
+        book.insert(key, ck);
         Ok(appended.end_offset)
     }
 
@@ -522,7 +528,9 @@ impl Broker {
         record: &impl serde::Serialize,
     ) -> Result<silo_store::AppendResult, BrokerError> {
         let topic = self.pop.revive_topic();
-        self.topics.ensure_system(topic, self.config.pop.revive_queue_num.max(1))?;
+        if self.topics.queues(topic).is_none() {
+            self.topics.ensure_system(topic, self.config.pop.revive_queue_num.max(1))?;
+        }
         let mut body = std::mem::take(&mut conn.scratch);
         let mut props = std::mem::take(&mut conn.props);
         let now = self.config.clock.now_ms();
@@ -586,26 +594,27 @@ impl Broker {
     pub fn ack(&self, conn: &mut ConnState, req: &HandleRequest<'_>) -> Result<i64, BrokerError> {
         self.check_handle_target(req, true)?;
         let h = self.handle(req)?;
-        let now = self.config.clock.now_ms();
         if h.is_order() {
             return self.ack_orderly(req, &h);
         }
-        let key = checkpoint_key(req, &h);
-        match self.pop.book().lookup(&key, req.offset) {
-            AckLookup::Pending => {}
-            AckLookup::AlreadyAcked => return Ok(0),
-            AckLookup::Unknown => return Err(self.handle_gone(&h, now)),
-        }
-        let record = AckRecord {
+        let key = key_ref(req, &h);
+        let revive_qid = {
+            let book = self.pop.book();
+            match book.lookup(&key, req.offset) {
+                AckLookup::Pending => book.get(&key).map_or(h.revive_qid, |ck| ck.revive_qid),
+                AckLookup::AlreadyAcked => return Ok(0),
+                AckLookup::Unknown => return Err(self.handle_gone(&h, self.config.clock.now_ms())),
+            }
+        };
+        let record = AckOut {
             ack_offset: req.offset,
             start_offset: h.start_offset,
-            group: req.group.to_owned(),
-            topic: req.topic.to_owned(),
+            group: req.group,
+            topic: req.topic,
             queue_id: req.queue_id,
             pop_time: h.pop_time,
-            broker_name: Some(self.config.broker_name.clone()),
+            broker_name: &self.config.broker_name,
         };
-        let revive_qid = self.pop.book().get(&key).map_or(h.revive_qid, |ck| ck.revive_qid);
         let appended = self.append_journal(conn, revive_qid, ACK_TAG, &record)?;
         self.pop.book().ack(&key, req.offset);
         Ok(appended.end_offset)
@@ -677,9 +686,9 @@ impl Broker {
                 }
                 continue;
             }
-            let key = CheckpointKey {
-                group: a.consumer_group.as_str().into(),
-                topic: topic.as_str().into(),
+            let key = KeyRef {
+                group: &a.consumer_group,
+                topic: &topic,
                 queue_id: a.queue_id,
                 start_offset: a.start_offset,
                 pop_time: a.pop_time,
@@ -737,32 +746,36 @@ impl Broker {
                 journal_end: 0,
             });
         }
-        let key = checkpoint_key(req, &h);
-        if self.pop.book().lookup(&key, req.offset) != AckLookup::Pending {
-            return Err(self.handle_gone(&h, now));
-        }
+        let key = key_ref(req, &h);
+        let old_revive_qid = {
+            let book = self.pop.book();
+            if book.lookup(&key, req.offset) != AckLookup::Pending {
+                return Err(self.handle_gone(&h, now));
+            }
+            book.get(&key).map_or(h.revive_qid, |c| c.revive_qid)
+        };
         // The new checkpoint goes to the handle's revive queue, as Java's does.
         let revive_qid = h.revive_qid.clamp(0, self.config.pop.revive_queue_num.max(1) - 1);
         // The new checkpoint first: if the broker stops between the two records, the message
         // comes back (at the earlier time) rather than never.
-        let record = CheckpointRecord {
+        let record = CheckpointOut {
             start_offset: req.offset,
             pop_time: now,
             invisible_time,
             bit_map: 0,
             num: 1,
             queue_id: req.queue_id,
-            topic: req.topic.to_owned(),
-            group: req.group.to_owned(),
+            topic: req.topic,
+            group: req.group,
             revive_offset: 0,
-            queue_offset_diff: vec![0],
-            broker_name: Some(self.config.broker_name.clone()),
+            offsets: (req.offset, &[req.offset]),
+            broker_name: &self.config.broker_name,
             re_put_times: 0,
         };
         let appended = self.append_journal(conn, revive_qid, CK_TAG, &record)?;
         let new_key = CheckpointKey {
-            group: key.group.clone(),
-            topic: key.topic.clone(),
+            group: req.group.into(),
+            topic: req.topic.into(),
             queue_id: req.queue_id,
             start_offset: req.offset,
             pop_time: now,
@@ -774,15 +787,14 @@ impl Broker {
             offsets: vec![req.offset],
             acked: 0,
         };
-        let old_revive_qid = self.pop.book().get(&key).map_or(h.revive_qid, |c| c.revive_qid);
-        let ack = AckRecord {
+        let ack = AckOut {
             ack_offset: req.offset,
             start_offset: h.start_offset,
-            group: req.group.to_owned(),
-            topic: req.topic.to_owned(),
+            group: req.group,
+            topic: req.topic,
             queue_id: req.queue_id,
             pop_time: h.pop_time,
-            broker_name: Some(self.config.broker_name.clone()),
+            broker_name: &self.config.broker_name,
         };
         let acked = self.append_journal(conn, old_revive_qid, ACK_TAG, &ack)?;
         {
@@ -1024,7 +1036,7 @@ impl Broker {
                 };
                 self.append_journal(conn, ck.revive_qid, BATCH_ACK_TAG, &record)?;
             }
-            self.pop.book().remove(&key);
+            self.pop.book().remove(&key.as_ref());
         }
         if round.revived + round.dead_lettered > 0 {
             self.pop.released.notify_waiters();
