@@ -112,7 +112,7 @@ class SiloBench(Generator):
             if rate is not None:
                 argv += ["--producers", str(wl.producers), "--inflight", str(c.inflight)] + rated
             rep = self._run(argv, out_dir, "e2e", c.duration + 300)
-        elif wl.kind == "consume":
+        elif wl.kind in ("consume", "pop"):
             fill = ["produce"] + common + [
                 "--size", str(wl.size), "--count", str(c.backlog), "--producers", "4", "--mode", "pipelined",
                 "--inflight", str(c.inflight), "--batch", "1", "--queues", str(c.queues)]
@@ -123,6 +123,13 @@ class SiloBench(Generator):
             stored = offsets_sum(broker, topic, c.queues)
             if stored == 0:
                 raise RuntimeError("the backlog fill stored no message")
+            if wl.kind == "pop":
+                argv = ["pop"] + common + ["--group", f"{topic}-g", "--count", str(stored)] + broker_pids(broker)
+                rep = self._run(argv, out_dir, "pop", 300 + stored / 500)
+                rep.setdefault("params", {})["backlog"] = stored
+                rep["fill_msgs_per_sec"] = filled.get("msgs_per_sec")
+                rep.setdefault("notes", [])
+                return rep
             argv = ["consume"] + common + ["--group", f"{topic}-g"]
             if wl.filter:
                 # The whole backlog is scanned; how many match is what the run finds out.

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Workload:
     name: str
-    kind: str  # produce | consume | e2e | timers | timers-pending
+    kind: str  # produce | consume | e2e | timers | timers-pending | pop
     size: int  # message body bytes
     producers: int = 1
     mode: str = "sync"  # sync | pipelined
@@ -45,6 +45,10 @@ WORKLOADS = [
              "messages through the SQL92 selector `a = 3`, which 10 % match"),
     Workload("consume-tag-10pct", "consume", 1024, filter="tag", default=False,
              what="(silo bench only, not run by default) as consume-sql-10pct with the tag subscription `T3`"),
+    Workload("pop-ack-1m", "pop", 1024, default=False,
+             what="(silo bench only, not run by default) 4 POP consumers of one new group drain a backlog of "
+             "1,000,000 x 1 KiB messages, acknowledging each (POP_MESSAGE of 32, then one ACK_MESSAGE per "
+             "message): msgs/s and the latency of one pop-and-ack cycle"),
 ]
 
 # Filtered catch-ups: message i of the backlog has the tag T{i % 10} and the property a = i % 10.
