@@ -279,6 +279,12 @@ fn bench_workloads_run_and_report() {
     assert_eq!((r["msgs"].as_u64(), r["errors"].as_u64()), (Some(3640), Some(0)), "{r}");
     assert_eq!(r["bytes"].as_u64(), Some(3640 * 1024));
 
+    // POP + ACK over the same backlog, by a group of its own: every message once.
+    let pop = report("pop.json");
+    silo(&s, &["bench", "pop", "-t", "BenchSmoke", "-g", "bench-pop", "--consumers", "2", "--report", &pop], "");
+    let r: Value = serde_json::from_slice(&std::fs::read(&pop).unwrap()).unwrap();
+    assert_eq!((r["msgs"].as_u64(), r["errors"].as_u64()), (Some(3640), Some(0)), "{r}");
+
     silo(&s, &["bench", "e2e", "-t", "BenchE2e", "--duration", "1", "--report", &e], "");
     let r: Value = serde_json::from_slice(&std::fs::read(&e).unwrap()).unwrap();
     assert!(r["msgs"].as_u64().unwrap() > 0, "{r}");
