@@ -577,3 +577,112 @@ async fn subscription_groups_are_created_answered_persisted_and_deleted_as_apach
     let r = c.call(rq::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, &NoHeader, bad, SerializeType::Json).await;
     assert_eq!(r.header.code, rs::INVALID_PARAMETER);
 }
+
+fn pop_header(topic: &str, max: i32, poll_ms: i64, born: Option<i64>) -> PopMessageRequestHeader {
+    PopMessageRequestHeader {
+        consumer_group: "popper".into(),
+        topic: topic.into(),
+        queue_id: -1,
+        max_msg_nums: max,
+        invisible_time: 30_000,
+        poll_time: poll_ms,
+        born_time: born,
+        init_mode: 0,
+        exp_type: Some("TAG".into()),
+        exp: Some("*".into()),
+        order: Some(false),
+        attempt_id: None,
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// A pop answers with Java's codes and header; a parked pop is answered as soon as a message
+/// arrives; acks with bad handles get Java's codes and acknowledge nothing.
+#[tokio::test]
+async fn pops_park_until_a_message_arrives_and_bad_acks_get_javas_codes() {
+    let cluster = start().await;
+    let mut c = Client::connect(cluster.broker).await;
+    let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Popped", 0, ""), b"first", SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+
+    let r = c.call(rq::POP_MESSAGE, &pop_header("Popped", 33, 0, None), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::INVALID_PARAMETER, "{:?}", r.header.remark);
+    let r = c.call(rq::POP_MESSAGE, &pop_header("Nowhere", 1, 0, None), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::TOPIC_NOT_EXIST);
+    let late = pop_header("Popped", 1, 1000, Some(now_ms() - 10_000));
+    let r = c.call(rq::POP_MESSAGE, &late, &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::POLLING_TIMEOUT);
+    assert!(r.header.remark.as_deref().is_some_and(|m| m.contains("timeout too much")));
+
+    let r = c.call(rq::POP_MESSAGE, &pop_header("Popped", 32, 0, None), &[], SerializeType::Json).await;
+    assert_eq!((r.header.code, r.header.remark.as_deref()), (rs::SUCCESS, Some("FOUND")));
+    assert_eq!(records(&r.body), ["first"]);
+    let h = PopMessageResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap();
+    assert_eq!((h.invisible_time, h.rest_num), (30_000, 0));
+    assert_eq!(h.start_offset_info.as_deref(), Some("0 0 0"));
+    assert_eq!(h.msg_offset_info.as_deref(), Some("0 0 0"));
+    let handle = format!("0 {} 30000 {} 0 broker-a 0 0", h.pop_time, h.revive_qid);
+
+    // Nothing left: POLLING_TIMEOUT with the header, never PULL_NOT_FOUND.
+    let r = c.call(rq::POP_MESSAGE, &pop_header("Popped", 32, 0, None), &[], SerializeType::Json).await;
+    assert_eq!((r.header.code, r.header.remark.as_deref()), (rs::POLLING_TIMEOUT, Some("NO_MESSAGE_IN_QUEUE")));
+    assert!(r.header.ext_fields.get("popTime").is_some());
+
+    // A parked pop is answered when a message arrives, well before its poll time.
+    let mut parked = Client::connect(cluster.broker).await;
+    let started = std::time::Instant::now();
+    let wait = tokio::spawn(async move {
+        let h = pop_header("Popped", 32, 20_000, Some(now_ms()));
+        parked.call(rq::POP_MESSAGE, &h, &[], SerializeType::Json).await
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Popped", 1, ""), b"second", SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS);
+    let r = tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap().unwrap();
+    assert_eq!(r.header.code, rs::SUCCESS);
+    assert_eq!(records(&r.body), ["second"]);
+    assert!(started.elapsed() < Duration::from_secs(10), "the parked pop waited its whole poll time");
+
+    let ack = |extra: &str, queue_id: i32, offset: i64| AckMessageRequestHeader {
+        consumer_group: "popper".into(),
+        topic: "Popped".into(),
+        queue_id,
+        extra_info: extra.into(),
+        offset,
+    };
+    let r = c.call(rq::ACK_MESSAGE, &ack("not a handle", 0, 0), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SYSTEM_ERROR);
+    let r = c.call(rq::ACK_MESSAGE, &ack(&handle, 9, 0), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::MESSAGE_ILLEGAL);
+    let r = c.call(rq::ACK_MESSAGE, &ack(&handle, 0, 5), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::NO_MESSAGE);
+    assert!(r.header.remark.as_deref().is_some_and(|m| m.starts_with("offset is illegal")));
+    let forged = format!("0 {} 30000 0 0 broker-a 0 0", h.pop_time + 1);
+    let r = c.call(rq::ACK_MESSAGE, &ack(&forged, 0, 0), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::NO_MESSAGE, "a handle of no pop acknowledges nothing");
+    assert_eq!(cluster.broker_state.pop.in_flight().1, 2, "both popped messages are still held");
+    let r = c.call(rq::ACK_MESSAGE, &ack(&handle, 0, 0), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "{:?}", r.header.remark);
+    let r = c.call(rq::ACK_MESSAGE, &ack(&handle, 0, 0), &[], SerializeType::Json).await;
+    assert_eq!(r.header.code, rs::SUCCESS, "a repeated ack");
+    assert_eq!(cluster.broker_state.pop.in_flight().1, 1);
+
+    // No pop is parked now, and the one message left is invisible: nothing to take.
+    let info = PollingInfoRequestHeader { consumer_group: "popper".into(), topic: "Popped".into(), queue_id: -1 };
+    let r = c.call(rq::POLLING_INFO, &info, &[], SerializeType::Json).await;
+    assert_eq!((r.header.code, r.header.ext_fields.get("pollingNum")), (rs::SUCCESS, Some("0")));
+    let n = NotificationRequestHeader {
+        consumer_group: "popper".into(),
+        topic: "Popped".into(),
+        queue_id: -1,
+        poll_time: 0,
+        born_time: None,
+        order: None,
+        attempt_id: None,
+    };
+    let r = c.call(rq::NOTIFICATION, &n, &[], SerializeType::Json).await;
+    assert_eq!((r.header.code, r.header.ext_fields.get("hasMsg")), (rs::SUCCESS, Some("false")));
+}
