@@ -7,9 +7,10 @@
 #        [--codes-file FILE] [--strict true] [--client 5|4] [--body-size BYTES] [--resume-count N]
 #
 # Scenarios: produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull
-# dlq-lite-pull restart-check admin disk-full sql-filter timers transactions request-reply (see
-# README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario except admin). Topic and
-# group names get a fresh suffix per run unless --suffix is given (restart-check, and timers' restart variant: both phases
+# dlq-lite-pull restart-check admin disk-full sql-filter timers transactions request-reply pop-consume
+# (see README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario except admin and
+# pop-consume). Topic and group names get a fresh suffix per run unless --suffix is given
+# (restart-check, and timers' restart variant: both phases
 # take the same --state FILE; the consume phase reads the topic and group from it; disk-full:
 # --phase fill, then --phase resume, likewise, on a broker whose disk fills up, see
 # disk-full-apache.sh; transactions: --phase send, then --phase check). sql-filter needs a broker

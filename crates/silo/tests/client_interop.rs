@@ -131,6 +131,7 @@ fn java_producers_and_consumers_work_unchanged() {
             "request-reply",
             "sql-filter",
             "timers",
+            "pop-consume",
         ] {
             scenario(silo, name, &[]);
         }

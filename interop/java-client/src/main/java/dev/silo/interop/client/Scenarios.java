@@ -48,6 +48,7 @@ public final class Scenarios {
         SCENARIOS.put("request-reply", "RequestReply");
         SCENARIOS.put("sql-filter", "SqlFilter");
         SCENARIOS.put("timers", "Timers");
+        SCENARIOS.put("pop-consume", "PopConsume");
     }
 
     private Scenarios() {
