@@ -12,7 +12,7 @@ use std::path::Path;
 
 use bytes::BytesMut;
 use silo_wire::batch::decode_batch;
-use silo_wire::body::{HeartbeatData, TopicRouteData, decode_json_body};
+use silo_wire::body::{BatchAckMessageRequestBody, HeartbeatData, TopicRouteData, decode_json_body};
 use silo_wire::frame::FrameDecoder;
 use silo_wire::record::RecordWalker;
 use silo_wire::{PropertiesView, RemotingHeader, SerializeType};
@@ -29,6 +29,16 @@ fn decode_everything(data: &[u8]) {
     }
     let _ = decode_json_body::<TopicRouteData>(data);
     let _ = decode_json_body::<HeartbeatData>(data);
+    if let Ok(body) = decode_json_body::<BatchAckMessageRequestBody>(data) {
+        for ack in &body.acks {
+            assert!(ack.offsets().count() <= ack.bit_set.len() * 8);
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data)
+        && let Ok(handle) = silo_wire::pop::ReceiptHandle::parse(text)
+    {
+        assert_eq!(silo_wire::pop::ReceiptHandle::parse(&handle.to_string()), Ok(handle.clone()));
+    }
 }
 
 #[test]
