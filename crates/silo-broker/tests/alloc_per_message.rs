@@ -129,16 +129,23 @@ fn check_responses(bytes: &[u8], n: usize, code: i32, mut check: impl FnMut(&sil
     assert!(buf.is_empty());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sends_and_pulls_allocate_little_per_message() {
-    let _alone = MEASURING.lock().await;
+/// A broker on a loopback port (no name server) and one client connection to it.
+async fn start_broker()
+-> (tempfile::TempDir, silo_broker::server::Running, std::sync::Arc<silo_broker::Broker>, TcpStream) {
     let dir = tempfile::tempdir().unwrap();
     let options =
         silo_broker::server::ServeOptions { namesrv: None, ..silo_broker::server::ServeOptions::local(dir.path()) };
     let running = silo_broker::server::start(options).await.unwrap();
     let (addr, broker) = (running.broker_addr.unwrap(), running.broker.clone().unwrap());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let stream = TcpStream::connect(addr).await.unwrap();
     stream.set_nodelay(true).unwrap();
+    (dir, running, broker, stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sends_and_pulls_allocate_little_per_message() {
+    let _alone = MEASURING.lock().await;
+    let (_dir, _running, broker, mut stream) = start_broker().await;
     let mut responses = Vec::with_capacity(4 << 20);
 
     // Warm up: the first send creates the topic, the queues and the connection's buffers.
@@ -176,13 +183,14 @@ async fn sends_and_pulls_allocate_little_per_message() {
     eprintln!("allocations: {per_send:.2} per single send, {per_message:.3} per pulled message");
 }
 
-fn pop_requests(first_opaque: i32, n: usize) -> Vec<u8> {
+/// `n` pops of up to 32 messages by `group` (`queue_id` -1: any queue; `order`: FIFO).
+fn pop_requests(group: &str, queue_id: i32, order: bool, first_opaque: i32, n: usize) -> Vec<u8> {
     let mut out = Vec::new();
     for i in 0..n {
         let h = silo_wire::custom::PopMessageRequestHeader {
-            consumer_group: "alloc-pop".into(),
+            consumer_group: group.into(),
             topic: TOPIC.into(),
-            queue_id: -1,
+            queue_id,
             max_msg_nums: 32,
             invisible_time: 60_000,
             poll_time: 0,
@@ -190,7 +198,7 @@ fn pop_requests(first_opaque: i32, n: usize) -> Vec<u8> {
             init_mode: 0,
             exp_type: Some("TAG".into()),
             exp: Some("*".into()),
-            order: Some(false),
+            order: Some(order),
             attempt_id: None,
         };
         request(rq::POP_MESSAGE, first_opaque + i as i32, &h, &[], &mut out);
@@ -200,7 +208,7 @@ fn pop_requests(first_opaque: i32, n: usize) -> Vec<u8> {
 
 /// The acknowledgements of every message in `responses` (pop answers), with the handles a
 /// client builds from them; returns the requests and their number.
-fn ack_requests(responses: &[u8], pops: usize, first_opaque: i32) -> (Vec<u8>, usize) {
+fn ack_requests(group: &str, responses: &[u8], pops: usize, first_opaque: i32) -> (Vec<u8>, usize) {
     let mut out = Vec::new();
     let mut n = 0;
     check_responses(responses, pops, rs::SUCCESS, |f| {
@@ -226,7 +234,7 @@ fn ack_requests(responses: &[u8], pops: usize, first_opaque: i32) -> (Vec<u8>, u
                 rec.meta.queue_offset
             );
             let h = silo_wire::custom::AckMessageRequestHeader {
-                consumer_group: "alloc-pop".into(),
+                consumer_group: group.into(),
                 topic: TOPIC.into(),
                 queue_id: rec.meta.queue_id,
                 extra_info: handle.into(),
@@ -242,13 +250,7 @@ fn ack_requests(responses: &[u8], pops: usize, first_opaque: i32) -> (Vec<u8>, u
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pops_and_acks_allocate_little_per_message() {
     let _alone = MEASURING.lock().await;
-    let dir = tempfile::tempdir().unwrap();
-    let options =
-        silo_broker::server::ServeOptions { namesrv: None, ..silo_broker::server::ServeOptions::local(dir.path()) };
-    let running = silo_broker::server::start(options).await.unwrap();
-    let (addr, broker) = (running.broker_addr.unwrap(), running.broker.clone().unwrap());
-    let mut stream = TcpStream::connect(addr).await.unwrap();
-    stream.set_nodelay(true).unwrap();
+    let (_dir, _running, broker, mut stream) = start_broker().await;
     let mut responses = Vec::with_capacity(8 << 20);
     let sent = 4000;
     exchange(&mut stream, &send_requests(1, sent), sent, &mut responses).await;
@@ -261,14 +263,14 @@ async fn pops_and_acks_allocate_little_per_message() {
     }
     // Warm up: the first pop creates the group, its offsets and the revive topic.
     let warm = 5;
-    exchange(&mut stream, &pop_requests(10_000, warm), warm, &mut responses).await;
-    let (acks, n) = ack_requests(&responses, warm, 20_000);
+    exchange(&mut stream, &pop_requests("alloc-pop", -1, false, 10_000, warm), warm, &mut responses).await;
+    let (acks, n) = ack_requests("alloc-pop", &responses, warm, 20_000);
     exchange(&mut stream, &acks, n, &mut responses).await;
     check_responses(&responses, n, rs::SUCCESS, |_| {});
 
     let pops = 60;
-    let allocs = exchange(&mut stream, &pop_requests(30_000, pops), pops, &mut responses).await;
-    let (acks, popped) = ack_requests(&responses, pops, 40_000);
+    let allocs = exchange(&mut stream, &pop_requests("alloc-pop", -1, false, 30_000, pops), pops, &mut responses).await;
+    let (acks, popped) = ack_requests("alloc-pop", &responses, pops, 40_000);
     assert_eq!(popped, pops * 32, "every pop returns a full batch");
     let per_popped = allocs as f64 / popped as f64;
     let allocs = exchange(&mut stream, &acks, popped, &mut responses).await;
@@ -281,5 +283,26 @@ async fn pops_and_acks_allocate_little_per_message() {
     // The request's field vector, as for a send; the journal record is written into reused
     // buffers and the checkpoint is found by borrowed names.
     assert!(per_ack <= 1.5, "{per_ack} allocations per acknowledgement");
-    eprintln!("allocations: {per_popped:.3} per popped message, {per_ack:.2} per acknowledgement");
+
+    // FIFO: each orderly pop holds queue 0 until its 32 acks; the acks move the group's
+    // offset and release the hold.
+    let rounds = 12;
+    let mut fifo_acks = 0;
+    let mut fifo_allocs = 0;
+    for round in 0..rounds {
+        exchange(&mut stream, &pop_requests("alloc-fifo", 0, true, 50_000 + round, 1), 1, &mut responses).await;
+        let (acks, n) = ack_requests("alloc-fifo", &responses, 1, 60_000 + round * 100);
+        assert_eq!(n, 32, "the previous round's acks released the queue");
+        fifo_allocs += exchange(&mut stream, &acks, n, &mut responses).await;
+        check_responses(&responses, n, rs::SUCCESS, |_| {});
+        fifo_acks += n;
+    }
+    assert_eq!(broker.offsets.query("alloc-fifo", TOPIC, 0), Some(rounds as i64 * 32));
+    let per_fifo_ack = fifo_allocs as f64 / fifo_acks as f64;
+    // As a plain ack: the hold is found by borrowed names.
+    assert!(per_fifo_ack <= 1.5, "{per_fifo_ack} allocations per orderly acknowledgement");
+    eprintln!(
+        "allocations: {per_popped:.3} per popped message, {per_ack:.2} per acknowledgement, \
+         {per_fifo_ack:.2} per orderly acknowledgement"
+    );
 }

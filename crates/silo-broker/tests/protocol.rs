@@ -638,7 +638,18 @@ async fn pops_park_until_a_message_arrives_and_bad_acks_get_javas_codes() {
         let h = pop_header("Popped", 32, 20_000, Some(now_ms()));
         parked.call(rq::POP_MESSAGE, &h, &[], SerializeType::Json).await
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // POLLING_INFO counts it once it is parked.
+    let info = PollingInfoRequestHeader { consumer_group: "popper".into(), topic: "Popped".into(), queue_id: -1 };
+    let parked_by = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = c.call(rq::POLLING_INFO, &info, &[], SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::SUCCESS);
+        if r.header.ext_fields.get("pollingNum") == Some("1") {
+            break;
+        }
+        assert!(std::time::Instant::now() < parked_by, "the pop was never parked");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let r = c.call(rq::SEND_MESSAGE_V2, &send_header("Popped", 1, ""), b"second", SerializeType::Json).await;
     assert_eq!(r.header.code, rs::SUCCESS);
     let r = tokio::time::timeout(Duration::from_secs(10), wait).await.unwrap().unwrap();
@@ -671,7 +682,6 @@ async fn pops_park_until_a_message_arrives_and_bad_acks_get_javas_codes() {
     assert_eq!(cluster.broker_state.pop.in_flight().1, 1);
 
     // No pop is parked now, and the one message left is invisible: nothing to take.
-    let info = PollingInfoRequestHeader { consumer_group: "popper".into(), topic: "Popped".into(), queue_id: -1 };
     let r = c.call(rq::POLLING_INFO, &info, &[], SerializeType::Json).await;
     assert_eq!((r.header.code, r.header.ext_fields.get("pollingNum")), (rs::SUCCESS, Some("0")));
     let n = NotificationRequestHeader {

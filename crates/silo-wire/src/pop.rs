@@ -76,13 +76,6 @@ pub fn retry_topic(group: &str, topic: &str) -> String {
     format!("%RETRY%{group}_{topic}")
 }
 
-/// Whether `topic` is a pop retry topic (either form) and which normal topic it retries for
-/// `group`.
-pub fn normal_topic_of<'a>(retry: &'a str, group: &str) -> Option<&'a str> {
-    let rest = retry.strip_prefix("%RETRY%")?.strip_prefix(group)?;
-    rest.strip_prefix('_').or_else(|| rest.strip_prefix('+')).filter(|t| !t.is_empty())
-}
-
 /// Why a receipt handle was refused: the field and the byte offset where it starts.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("malformed receipt handle: {field} at byte {at}")]
@@ -304,9 +297,6 @@ mod tests {
         assert_eq!(TopicMark::of_topic("%RETRY%g_Orders"), TopicMark::Retry);
         assert_eq!(TopicMark::of_topic("%RETRY%g+Orders"), TopicMark::RetryV2);
         assert_eq!(TopicMark::of_topic("Orders"), TopicMark::Normal);
-        assert_eq!(normal_topic_of("%RETRY%g_Orders", "g"), Some("Orders"));
-        assert_eq!(normal_topic_of("%RETRY%g+Orders", "g"), Some("Orders"));
-        assert_eq!(normal_topic_of("%RETRY%g", "g"), None);
         assert_eq!(TopicMark::Retry.real_topic("Orders", "g"), "%RETRY%g_Orders");
     }
 }

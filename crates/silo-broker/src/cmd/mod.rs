@@ -84,6 +84,33 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
     response::error(opaque, code, e.to_string())
 }
 
+impl crate::broker::Broker {
+    /// Sends `reply` on `channel` once the commit log is durable up to `end` (synchronous
+    /// flush); if the flush fails the answer says FLUSH_DISK_TIMEOUT, as Java's does. `None`:
+    /// a one-way request, nothing to answer.
+    pub(crate) fn reply_when_durable(
+        self: &std::sync::Arc<Self>,
+        channel: &crate::connection::Channel,
+        reply: Option<Outgoing>,
+        end: i64,
+    ) {
+        let broker = std::sync::Arc::clone(self);
+        let channel = channel.clone();
+        tokio::spawn(async move {
+            let mut reply = reply;
+            if let Err(e) = broker.store.durable(end).await {
+                tracing::warn!(error = %e, "stored but not known to be durable");
+                if let Some(r) = &mut reply {
+                    r.header.code = rs::FLUSH_DISK_TIMEOUT;
+                }
+            }
+            if let Some(r) = reply {
+                channel.send(r);
+            }
+        });
+    }
+}
+
 /// Reads the request's custom header, or the error response that says which field is wrong.
 pub fn header<H: CustomHeader>(frame: &Frame) -> Result<H, Outgoing> {
     H::read_ext_fields(&frame.header.ext_fields).map_err(|e: HeaderError| {

@@ -41,6 +41,23 @@ fn request_of(h: &PopMessageRequestHeader) -> PopRequest<'_> {
     }
 }
 
+/// What a NOTIFICATION asks about, as the pop it stands for (a pop from the end, as the
+/// proxy's).
+fn notification_request(h: &NotificationRequestHeader) -> PopRequest<'_> {
+    PopRequest {
+        group: &h.consumer_group,
+        topic: &h.topic,
+        queue_id: h.queue_id.max(-1),
+        max_messages: 1,
+        invisible_time: 0,
+        init_mode: 1,
+        expression: None,
+        expression_type: None,
+        order: h.order.unwrap_or(false),
+        attempt_id: h.attempt_id.as_deref(),
+    }
+}
+
 /// The header with its texts copied out of the request frame (for a parked pop).
 fn detached(h: PopMessageRequestHeader) -> PopMessageRequestHeader {
     PopMessageRequestHeader {
@@ -76,20 +93,12 @@ fn encode(opaque: i32, code: i32, popped: Popped) -> Outgoing {
 }
 
 impl Broker {
-    /// Sends `out` once the commit log is durable up to `end` (synchronous flush), else now.
-    fn answer_when_durable(self: &Arc<Self>, channel: &Channel, mut out: Outgoing, end: i64) -> Option<Outgoing> {
+    /// `out` now, or (with synchronous flush, after journal records) once they are durable.
+    fn answer_when_durable(self: &Arc<Self>, channel: &Channel, out: Outgoing, end: i64) -> Option<Outgoing> {
         if end <= 0 || !self.store.flush_mode().is_sync() {
             return Some(out);
         }
-        let broker = Arc::clone(self);
-        let channel = channel.clone();
-        tokio::spawn(async move {
-            if let Err(e) = broker.store.durable(end).await {
-                tracing::warn!(error = %e, "a pop journal record is stored but not known to be durable");
-                out = response::error(out.header.opaque, rs::FLUSH_DISK_TIMEOUT, e.to_string());
-            }
-            channel.send(out);
-        });
+        self.reply_when_durable(channel, Some(out), end);
         None
     }
 
@@ -139,39 +148,27 @@ impl Broker {
             let req = request_of(&h);
             loop {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                if left.is_zero() {
-                    // One last look, then POLLING_TIMEOUT with a fresh header.
-                    let out = match broker.pop(&mut conn, &req, &filter) {
-                        Ok(p) if !p.messages.is_empty() => {
-                            let end = p.journal_end;
-                            broker.answer_when_durable(&channel, encode(opaque, rs::SUCCESS, p), end)
-                        }
-                        Ok(p) => Some(encode(opaque, rs::POLLING_TIMEOUT, p)),
-                        Err(e) => Some(error_response(opaque, &e)),
-                    };
-                    if let Some(out) = out {
-                        channel.send(out);
-                    }
-                    return;
+                if !left.is_zero() {
+                    broker.pop_wait(&req, left).await;
                 }
-                broker.pop_wait(&req, left).await;
                 if channel.is_closed() {
                     return;
                 }
-                match broker.pop(&mut conn, &req, &filter) {
+                // Found: answer; nothing and the poll time is over: POLLING_TIMEOUT with a
+                // fresh header; nothing yet: wait again.
+                let out = match broker.pop(&mut conn, &req, &filter) {
                     Ok(p) if !p.messages.is_empty() => {
                         let end = p.journal_end;
-                        if let Some(out) = broker.answer_when_durable(&channel, encode(opaque, rs::SUCCESS, p), end) {
-                            channel.send(out);
-                        }
-                        return;
+                        broker.answer_when_durable(&channel, encode(opaque, rs::SUCCESS, p), end)
                     }
-                    Ok(_) => {}
-                    Err(e) => {
-                        channel.send(error_response(opaque, &e));
-                        return;
-                    }
+                    Ok(p) if left.is_zero() => Some(encode(opaque, rs::POLLING_TIMEOUT, p)),
+                    Ok(_) => continue,
+                    Err(e) => Some(error_response(opaque, &e)),
+                };
+                if let Some(out) = out {
+                    channel.send(out);
                 }
+                return;
             }
         });
         None
@@ -278,71 +275,46 @@ impl Broker {
         }
     }
 
-    /// Checks NOTIFICATION and POLLING_INFO requests as Java does (the pop checks without the
-    /// message count).
-    fn check_pop_target(&self, group: &str, topic: &str, queue_id: i32) -> Result<(), BrokerError> {
-        let probe = PopRequest {
-            group,
-            topic,
-            queue_id,
-            max_messages: 1,
-            invisible_time: 0,
-            init_mode: 1,
-            expression: None,
-            expression_type: None,
-            order: false,
-            attempt_id: None,
-        };
-        self.pop_filter(&probe).map(drop)
-    }
-
     pub(crate) fn notification(self: &Arc<Self>, channel: &Channel, frame: &Frame) -> Option<Outgoing> {
         let opaque = frame.header.opaque;
         let h: NotificationRequestHeader = match super::header(frame) {
             Ok(h) => h,
             Err(out) => return Some(out),
         };
-        if let Err(e) = self.check_pop_target(&h.consumer_group, &h.topic, h.queue_id) {
+        let req = notification_request(&h);
+        // Java's pop checks, without the message count.
+        if let Err(e) = self.pop_filter(&req) {
             return Some(error_response(opaque, &e));
         }
-        let order = h.order.unwrap_or(false);
         let answer = move |has_msg: bool, polling_full: bool| {
             let header = NotificationResponseHeader { has_msg, polling_full: Some(polling_full) };
             response::with_header(opaque, rs::SUCCESS, &header)
         };
-        let has = self.pop_has_message(&h.consumer_group, &h.topic, h.queue_id, order, h.attempt_id.as_deref());
+        let has = self.pop_has_message(&req);
         let now = self.config.clock.now_ms();
         let born = h.born_time.filter(|&t| t != 0).unwrap_or(now);
         let poll = born.saturating_add(h.poll_time).saturating_sub(now);
         if has || poll <= 0 || !self.config.long_polling_enable {
             return Some(answer(has, false));
         }
-        let Some(parked) = self.pop.park(&h.topic, &h.consumer_group, h.queue_id, self.config.pop.polling_size) else {
+        let Some(parked) = self.pop.park(req.topic, req.group, req.queue_id, self.config.pop.polling_size) else {
             return Some(answer(false, true));
+        };
+        let h = NotificationRequestHeader {
+            consumer_group: h.consumer_group.detached(),
+            topic: h.topic.detached(),
+            attempt_id: h.attempt_id.as_ref().map(ExtStr::detached),
+            ..h
         };
         let broker = Arc::clone(self);
         let channel = channel.clone();
-        let (group, topic, attempt) =
-            (h.consumer_group.to_string(), h.topic.to_string(), h.attempt_id.as_deref().map(str::to_owned));
-        let queue_id = h.queue_id;
         let deadline = tokio::time::Instant::now() + Duration::from_millis(u64::try_from(poll).unwrap_or(0));
         tokio::spawn(async move {
             let _parked = parked;
-            let req = PopRequest {
-                group: &group,
-                topic: &topic,
-                queue_id,
-                max_messages: 1,
-                invisible_time: 0,
-                init_mode: 1,
-                expression: None,
-                expression_type: None,
-                order,
-                attempt_id: attempt.as_deref(),
-            };
+            let req = notification_request(&h);
             loop {
                 let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-                let has = broker.pop_has_message(&group, &topic, queue_id, order, attempt.as_deref());
+                let has = broker.pop_has_message(&req);
                 if has || left.is_zero() || channel.is_closed() {
                     channel.send(answer(has, false));
                     return;
@@ -356,7 +328,19 @@ impl Broker {
     pub(crate) fn polling_info(&self, frame: &Frame) -> Outgoing {
         let opaque = frame.header.opaque;
         let h: PollingInfoRequestHeader = try_reply!(super::header(frame));
-        if let Err(e) = self.check_pop_target(&h.consumer_group, &h.topic, h.queue_id) {
+        let probe = PopRequest {
+            group: &h.consumer_group,
+            topic: &h.topic,
+            queue_id: h.queue_id,
+            max_messages: 1,
+            invisible_time: 0,
+            init_mode: 1,
+            expression: None,
+            expression_type: None,
+            order: false,
+            attempt_id: None,
+        };
+        if let Err(e) = self.pop_filter(&probe) {
             return error_response(opaque, &e);
         }
         let n = self.pop.polling_num(&h.topic, &h.consumer_group, h.queue_id);

@@ -56,18 +56,7 @@ impl Broker {
             Err(e) => return (!oneway).then(|| error_response(opaque, &e)),
         };
         let Some(end) = durable_end else { return (!oneway).then_some(reply) };
-        let broker = Arc::clone(self);
-        let channel = channel.clone();
-        tokio::spawn(async move {
-            let mut reply = reply;
-            if let Err(e) = broker.store.durable(end).await {
-                tracing::warn!(error = %e, "a send is stored but not known to be durable");
-                reply.header.code = rs::FLUSH_DISK_TIMEOUT;
-            }
-            if !oneway {
-                channel.send(reply);
-            }
-        });
+        self.reply_when_durable(channel, (!oneway).then_some(reply), end);
         None
     }
 

@@ -115,6 +115,25 @@ pub struct AckOut<'a> {
     pub broker_name: &'a str,
 }
 
+/// A [`BatchAckRecord`] as written, borrowing its texts and offsets.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct BatchAckOut<'a> {
+    #[serde(rename = "aol")]
+    pub ack_offsets: &'a [i64],
+    #[serde(rename = "so")]
+    pub start_offset: i64,
+    #[serde(rename = "c")]
+    pub group: &'a str,
+    #[serde(rename = "t")]
+    pub topic: &'a str,
+    #[serde(rename = "q")]
+    pub queue_id: i32,
+    #[serde(rename = "pt")]
+    pub pop_time: i64,
+    #[serde(rename = "bn")]
+    pub broker_name: &'a str,
+}
+
 /// A [`CheckpointRecord`] as written, borrowing its texts and offsets.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct CheckpointOut<'a> {
@@ -176,7 +195,8 @@ impl JournalRecord {
             CK_TAG => {
                 let mut ck: CheckpointRecord = serde_json::from_slice(rec.body).ok()?;
                 ck.revive_offset = rec.meta.queue_offset;
-                (usize::from(ck.num) == ck.queue_offset_diff.len()).then_some(Self::Checkpoint(ck))
+                // A pop takes at most 32 messages; the book tracks up to 64 per checkpoint.
+                (usize::from(ck.num) == ck.queue_offset_diff.len() && ck.num <= 64).then_some(Self::Checkpoint(ck))
             }
             ACK_TAG => serde_json::from_slice(rec.body).ok().map(Self::Ack),
             BATCH_ACK_TAG => serde_json::from_slice(rec.body).ok().map(Self::BatchAck),

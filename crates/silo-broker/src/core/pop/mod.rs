@@ -19,7 +19,7 @@ pub mod order;
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -29,8 +29,8 @@ use silo_wire::properties::keys;
 use silo_wire::record::{Decoded, decode_record};
 
 use self::book::{AckLookup, Checkpoint, CheckpointKey, KeyRef, PopBook};
-use self::journal::{ACK_TAG, AckOut, BATCH_ACK_TAG, BatchAckRecord, CK_TAG, CheckpointOut, JournalRecord};
-use self::order::{OrderAck, OrderBook, QueueKey};
+use self::journal::{ACK_TAG, AckOut, BATCH_ACK_TAG, BatchAckOut, CK_TAG, CheckpointOut, JournalRecord};
+use self::order::{OrderAck, OrderBook, QueueRef};
 use super::BrokerError;
 use super::filter::{PullFilter, filter_for};
 use crate::broker::{Broker, ConnState};
@@ -76,14 +76,13 @@ pub struct PopState {
     order: Mutex<OrderBook>,
     /// What `consumerOrderInfo.json` holds now.
     order_saved: Mutex<Option<order::OrderInfoFile>>,
-    queue_locks: Vec<Mutex<()>>,
+    queue_locks: [Mutex<()>; QUEUE_LOCKS],
     seq: AtomicU64,
     /// Rings when an orderly queue is released or retried messages were stored: parked pops
     /// look again.
     pub released: tokio::sync::Notify,
     /// Pops parked now, by `topic@group@queueId` (POLLING_FULL and POLLING_INFO).
     parked: Mutex<std::collections::HashMap<String, usize>>,
-    parked_total: AtomicUsize,
     revive_topic: String,
 }
 
@@ -93,11 +92,10 @@ impl PopState {
             book: Mutex::default(),
             order: Mutex::default(),
             order_saved: Mutex::default(),
-            queue_locks: (0..QUEUE_LOCKS).map(|_| Mutex::new(())).collect(),
+            queue_locks: std::array::from_fn(|_| Mutex::new(())),
             seq: AtomicU64::new(0),
             released: tokio::sync::Notify::new(),
             parked: Mutex::default(),
-            parked_total: AtomicUsize::new(0),
             revive_topic: journal::revive_topic(cluster),
         }
     }
@@ -117,8 +115,8 @@ impl PopState {
     fn queue_lock(&self, topic: &str, group: &str, queue_id: i32) -> MutexGuard<'_, ()> {
         let mut h = DefaultHasher::new();
         (topic, group, queue_id).hash(&mut h);
-        let shard = (h.finish() % QUEUE_LOCKS as u64) as usize;
-        let lock = self.queue_locks.get(shard).unwrap_or_else(|| unreachable_shard());
+        #[allow(clippy::indexing_slicing)] // the shard is taken modulo the array's length
+        let lock = &self.queue_locks[(h.finish() % QUEUE_LOCKS as u64) as usize];
         lock.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -131,7 +129,6 @@ impl PopState {
             return None;
         }
         *n += 1;
-        self.parked_total.fetch_add(1, Ordering::Relaxed);
         Some(Parked { state: std::sync::Arc::clone(self), key })
     }
 
@@ -139,11 +136,6 @@ impl PopState {
     pub fn polling_num(&self, topic: &str, group: &str, queue_id: i32) -> usize {
         let parked = self.parked.lock().unwrap_or_else(|e| e.into_inner());
         parked.get(&format!("{topic}@{group}@{queue_id}")).copied().unwrap_or(0)
-    }
-
-    /// Pops parked across the broker.
-    pub fn parked_total(&self) -> usize {
-        self.parked_total.load(Ordering::Relaxed)
     }
 
     /// When the next checkpoint comes due.
@@ -174,14 +166,7 @@ impl Drop for Parked {
                 parked.remove(&self.key);
             }
         }
-        self.state.parked_total.fetch_sub(1, Ordering::Relaxed);
     }
-}
-
-#[cold]
-fn unreachable_shard() -> &'static Mutex<()> {
-    static FALLBACK: Mutex<()> = Mutex::new(());
-    &FALLBACK
 }
 
 /// A pop, as a front end hands it to the core.
@@ -409,7 +394,7 @@ impl Broker {
             }
         };
         let room = max.saturating_sub(out.messages.len());
-        let order_key = req.order.then(|| QueueKey { topic: topic.into(), group: req.group.into(), queue_id });
+        let order_key = req.order.then_some(QueueRef { topic, group: req.group, queue_id });
         if let Some(key) = &order_key
             && self.pop.order().blocked(key, out.pop_time, req.attempt_id)
         {
@@ -436,7 +421,7 @@ impl Broker {
             if let Some(key) = order_key {
                 let counts = {
                     let mut order = self.pop.order();
-                    order.hold(key, out.pop_time, out.invisible_time, req.attempt_id, &offsets).to_vec()
+                    order.hold(&key, out.pop_time, out.invisible_time, req.attempt_id, &offsets).to_vec()
                 };
                 for (o, c) in offsets.iter().zip(&counts) {
                     wire_pop::push_order_count(&mut infos.counts, mark, queue_id, *o, *c);
@@ -542,8 +527,8 @@ impl Broker {
         r
     }
 
-    /// Reads a handle and checks it names this broker, the request's queue, and (for the
-    /// retry mark) the request's topic.
+    /// Reads a handle and checks it names the request's queue and, by its topic mark, the kind
+    /// of topic the request names (the retry topic for a retried message).
     fn handle<'a>(&self, req: &HandleRequest<'a>) -> Result<ReceiptHandle<'a>, BrokerError> {
         let h = ReceiptHandle::parse(req.handle).map_err(|e| BrokerError::BadHandle(e.to_string()))?;
         if h.queue_id != req.queue_id {
@@ -630,22 +615,27 @@ impl Broker {
     }
 
     fn ack_orderly(&self, req: &HandleRequest<'_>, h: &ReceiptHandle<'_>) -> Result<i64, BrokerError> {
-        let key = QueueKey { topic: req.topic.into(), group: req.group.into(), queue_id: req.queue_id };
-        let result = self.pop.order().ack(&key, h.pop_time, req.offset);
-        match result {
-            OrderAck::Commit { offset, released } => {
-                let committed = self.offsets.query(req.group, req.topic, req.queue_id).unwrap_or(0);
-                if offset > committed {
-                    self.offsets.commit(req.group, req.topic, req.queue_id, offset);
-                }
-                if released {
-                    self.pop.released.notify_waiters();
-                }
-                Ok(0)
-            }
-            OrderAck::Partial | OrderAck::Repeated => Ok(0),
+        let queue = QueueRef { topic: req.topic, group: req.group, queue_id: req.queue_id };
+        match self.ack_held(&queue, h.pop_time, req.offset) {
             OrderAck::Unknown => Err(self.handle_gone(h, self.config.clock.now_ms())),
+            _ => Ok(0),
         }
+    }
+
+    /// Acknowledges a message of an orderly hold: the group's offset moves past the
+    /// acknowledged prefix, and a released queue wakes the pops parked on it.
+    fn ack_held(&self, queue: &QueueRef<'_>, pop_time: i64, offset: i64) -> OrderAck {
+        let result = self.pop.order().ack(queue, pop_time, offset);
+        if let OrderAck::Commit { offset, released } = result {
+            let committed = self.offsets.query(queue.group, queue.topic, queue.queue_id).unwrap_or(0);
+            if offset > committed {
+                self.offsets.commit(queue.group, queue.topic, queue.queue_id, offset);
+            }
+            if released {
+                self.pop.released.notify_waiters();
+            }
+        }
+        result
     }
 
     /// BATCH_ACK_MESSAGE: each entry acknowledges the offsets of one pop; returns the journal
@@ -670,19 +660,9 @@ impl Broker {
                 continue;
             }
             if a.revive_queue_id == ORDER_REVIVE_QUEUE {
-                let key = QueueKey {
-                    topic: topic.as_str().into(),
-                    group: a.consumer_group.as_str().into(),
-                    queue_id: a.queue_id,
-                };
-                for o in &offsets {
-                    let r = self.pop.order().ack(&key, a.pop_time, *o);
-                    if let OrderAck::Commit { offset, released } = r {
-                        self.offsets.commit(&a.consumer_group, &topic, a.queue_id, offset);
-                        if released {
-                            self.pop.released.notify_waiters();
-                        }
-                    }
+                let queue = QueueRef { topic: &topic, group: &a.consumer_group, queue_id: a.queue_id };
+                for o in offsets {
+                    self.ack_held(&queue, a.pop_time, o);
                 }
                 continue;
             }
@@ -701,14 +681,14 @@ impl Broker {
             if pending.is_empty() {
                 continue;
             }
-            let record = BatchAckRecord {
-                ack_offsets: pending.clone(),
+            let record = BatchAckOut {
+                ack_offsets: &pending,
                 start_offset: a.start_offset,
-                group: a.consumer_group.clone(),
-                topic: topic.clone(),
+                group: &a.consumer_group,
+                topic: &topic,
                 queue_id: a.queue_id,
                 pop_time: a.pop_time,
-                broker_name: Some(self.config.broker_name.clone()),
+                broker_name: &self.config.broker_name,
             };
             let appended = self.append_journal(conn, revive_qid, BATCH_ACK_TAG, &record)?;
             end = end.max(appended.end_offset);
@@ -732,7 +712,7 @@ impl Broker {
         let h = self.handle(req)?;
         let now = self.config.clock.now_ms();
         if h.is_order() {
-            let key = QueueKey { topic: req.topic.into(), group: req.group.into(), queue_id: req.queue_id };
+            let key = QueueRef { topic: req.topic, group: req.group, queue_id: req.queue_id };
             // The hold keeps its pop time (the client's new handle carries it); the invisible
             // time is counted from it.
             let until = now.saturating_add(invisible_time);
@@ -773,13 +753,6 @@ impl Broker {
             re_put_times: 0,
         };
         let appended = self.append_journal(conn, revive_qid, CK_TAG, &record)?;
-        let new_key = CheckpointKey {
-            group: req.group.into(),
-            topic: req.topic.into(),
-            queue_id: req.queue_id,
-            start_offset: req.offset,
-            pop_time: now,
-        };
         let ck = Checkpoint {
             revive_qid,
             revive_offset: appended.queue_offset,
@@ -799,54 +772,33 @@ impl Broker {
         let acked = self.append_journal(conn, old_revive_qid, ACK_TAG, &ack)?;
         {
             let mut book = self.pop.book();
+            let new_key = CheckpointKey {
+                group: book.intern(req.group),
+                topic: book.intern(req.topic),
+                queue_id: req.queue_id,
+                start_offset: req.offset,
+                pop_time: now,
+            };
             book.insert(new_key, ck);
             book.ack(&key, req.offset);
         }
         Ok(Renewed { pop_time: now, invisible_time, revive_qid, journal_end: acked.end_offset })
     }
 
-    /// Whether a pop of `req` would find something now (NOTIFICATION, and a parked pop's
-    /// check before it pops again).
-    pub fn pop_has_message(
-        &self,
-        group: &str,
-        topic: &str,
-        queue_id: i32,
-        order: bool,
-        attempt_id: Option<&str>,
-    ) -> bool {
-        let now = self.config.clock.now_ms();
-        let has = |t: &str, q: i32| {
-            let committed = self.offsets.query(group, t, q);
-            let max = self.store.max_offset_in_queue(t, q);
-            let from = committed.unwrap_or_else(|| self.initial_pop_offset(t, q, 1));
-            if max <= from {
-                return false;
-            }
-            !order
-                || !self.pop.order().blocked(
-                    &QueueKey { topic: t.into(), group: group.into(), queue_id: q },
-                    now,
-                    attempt_id,
-                )
-        };
-        let queues = |t: &str| self.topics.queues(t).map_or(0, |tc| tc.read_queue_nums.max(0));
-        let normal = if queue_id < 0 { (0..queues(topic)).any(|q| has(topic, q)) } else { has(topic, queue_id) };
-        if normal || order {
-            return normal;
-        }
-        let retry = wire_pop::retry_topic(group, topic);
-        (0..queues(&retry)).any(|q| has(&retry, q))
+    /// Whether a pop like `req` would find something now (NOTIFICATION).
+    pub fn pop_has_message(&self, req: &PopRequest<'_>) -> bool {
+        let (queues, _) = self.pop_watch_list(req, self.config.clock.now_ms());
+        queues.iter().any(|(t, q, from)| self.store.max_offset_in_queue(t, *q) > *from)
     }
 
-    /// The queues a parked pop of `topic` waits on, with the offsets it has read to, and for
-    /// an orderly pop the earliest time a held queue is let go.
+    /// The queues a pop like `req` reads (held orderly queues left out), with the offset it
+    /// would read each from, and for an orderly pop the earliest time a held queue is let go.
     fn pop_watch_list(&self, req: &PopRequest<'_>, now: i64) -> (Vec<(String, i32, i64)>, Option<i64>) {
         let mut list = Vec::new();
         let mut unblock_at: Option<i64> = None;
         let mut add = |t: &str, q: i32| {
             if req.order {
-                let key = QueueKey { topic: t.into(), group: req.group.into(), queue_id: q };
+                let key = QueueRef { topic: t, group: req.group, queue_id: q };
                 let order = self.pop.order();
                 if order.blocked(&key, now, req.attempt_id) {
                     let at = order.get(&key).map_or(now, |h| h.visible_at());
@@ -854,7 +806,8 @@ impl Broker {
                     return;
                 }
             }
-            let from = self.offsets.query(req.group, t, q).unwrap_or(0);
+            let from =
+                self.offsets.query(req.group, t, q).unwrap_or_else(|| self.initial_pop_offset(t, q, req.init_mode));
             list.push((t.to_owned(), q, from));
         };
         let n = self.topics.queues(req.topic).map_or(0, |tc| tc.read_queue_nums.max(0));
@@ -1025,14 +978,14 @@ impl Broker {
                 self.store.wait_durable(last_end)?;
             }
             if !done.is_empty() {
-                let record = BatchAckRecord {
-                    ack_offsets: done,
+                let record = BatchAckOut {
+                    ack_offsets: &done,
                     start_offset: key.start_offset,
-                    group: key.group.to_string(),
-                    topic: key.topic.to_string(),
+                    group: &key.group,
+                    topic: &key.topic,
                     queue_id: key.queue_id,
                     pop_time: key.pop_time,
-                    broker_name: Some(self.config.broker_name.clone()),
+                    broker_name: &self.config.broker_name,
                 };
                 self.append_journal(conn, ck.revive_qid, BATCH_ACK_TAG, &record)?;
             }

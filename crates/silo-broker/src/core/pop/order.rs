@@ -5,7 +5,8 @@
 //! `config/consumerOrderInfo.json` at shutdown, so that a clean restart remembers partial
 //! acknowledgements and delivery counts).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+use std::hash::RandomState;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,27 @@ pub struct QueueKey {
     pub topic: Arc<str>,
     pub group: Arc<str>,
     pub queue_id: i32,
+}
+
+/// A [`QueueKey`] borrowed from a request: hashes and compares as the owned one, so that
+/// checking or acknowledging a hold allocates nothing.
+#[derive(Debug, Clone, Copy, Hash)]
+pub struct QueueRef<'a> {
+    pub topic: &'a str,
+    pub group: &'a str,
+    pub queue_id: i32,
+}
+
+impl hashbrown::Equivalent<QueueKey> for QueueRef<'_> {
+    fn equivalent(&self, k: &QueueKey) -> bool {
+        self.queue_id == k.queue_id && self.topic == &*k.topic && self.group == &*k.group
+    }
+}
+
+impl QueueRef<'_> {
+    pub fn to_owned_key(&self) -> QueueKey {
+        QueueKey { topic: self.topic.into(), group: self.group.into(), queue_id: self.queue_id }
+    }
 }
 
 /// An orderly pop's hold on a queue.
@@ -77,13 +99,13 @@ pub enum OrderAck {
 
 #[derive(Debug, Default)]
 pub struct OrderBook {
-    holds: HashMap<QueueKey, OrderHold>,
+    holds: hashbrown::HashMap<QueueKey, OrderHold, RandomState>,
 }
 
 impl OrderBook {
     /// Whether the queue is held by another pop at `now` (a pop with the same attempt id is
     /// the same consumer asking again, and gets the held messages again).
-    pub fn blocked(&self, key: &QueueKey, now: i64, attempt_id: Option<&str>) -> bool {
+    pub fn blocked(&self, key: &QueueRef<'_>, now: i64, attempt_id: Option<&str>) -> bool {
         let Some(hold) = self.holds.get(key) else { return false };
         if hold.all_acked() || now >= hold.visible_at() {
             return false;
@@ -94,13 +116,13 @@ impl OrderBook {
     /// Records a pop of `offsets` and returns each message's delivery count before it.
     pub fn hold(
         &mut self,
-        key: QueueKey,
+        key: &QueueRef<'_>,
         pop_time: i64,
         invisible_time: i64,
         attempt_id: Option<&str>,
         offsets: &[i64],
     ) -> &[i32] {
-        let previous = self.holds.remove(&key);
+        let previous = self.holds.remove(key);
         let counts = offsets
             .iter()
             .map(|o| {
@@ -123,10 +145,10 @@ impl OrderBook {
             acked: 0,
             counts,
         };
-        &self.holds.entry(key).or_insert(hold).counts
+        &self.holds.entry(key.to_owned_key()).or_insert(hold).counts
     }
 
-    pub fn ack(&mut self, key: &QueueKey, pop_time: i64, offset: i64) -> OrderAck {
+    pub fn ack(&mut self, key: &QueueRef<'_>, pop_time: i64, offset: i64) -> OrderAck {
         let Some(hold) = self.holds.get_mut(key) else { return OrderAck::Unknown };
         let Some(i) = hold.offsets.iter().position(|&o| o == offset).filter(|&i| i < 64) else {
             return OrderAck::Unknown;
@@ -152,7 +174,7 @@ impl OrderBook {
 
     /// Keeps the hold of the pop at `pop_time` holding `offset` until `until` (at least);
     /// returns whether it held it.
-    pub fn renew(&mut self, key: &QueueKey, pop_time: i64, offset: i64, until: i64) -> bool {
+    pub fn renew(&mut self, key: &QueueRef<'_>, pop_time: i64, offset: i64, until: i64) -> bool {
         let Some(hold) = self.holds.get_mut(key) else { return false };
         if hold.pop_time != pop_time || !hold.offsets.contains(&offset) {
             return false;
@@ -161,7 +183,7 @@ impl OrderBook {
         true
     }
 
-    pub fn get(&self, key: &QueueKey) -> Option<&OrderHold> {
+    pub fn get(&self, key: &QueueRef<'_>) -> Option<&OrderHold> {
         self.holds.get(key)
     }
 
@@ -198,15 +220,15 @@ pub struct OrderInfoFile {
 mod tests {
     use super::*;
 
-    fn key() -> QueueKey {
-        QueueKey { topic: "T".into(), group: "g".into(), queue_id: 0 }
+    fn key() -> QueueRef<'static> {
+        QueueRef { topic: "T", group: "g", queue_id: 0 }
     }
 
     #[test]
     fn a_held_queue_blocks_others_until_acked_or_visible_again() {
         let mut book = OrderBook::default();
         assert!(!book.blocked(&key(), 0, None));
-        assert_eq!(book.hold(key(), 1000, 500, Some("a"), &[3, 4]), &[0, 0]);
+        assert_eq!(book.hold(&key(), 1000, 500, Some("a"), &[3, 4]), &[0, 0]);
         assert!(book.blocked(&key(), 1200, None));
         assert!(book.blocked(&key(), 1200, Some("b")));
         assert!(!book.blocked(&key(), 1200, Some("a")));
@@ -219,9 +241,9 @@ mod tests {
     #[test]
     fn a_redelivered_message_counts_its_earlier_deliveries() {
         let mut book = OrderBook::default();
-        book.hold(key(), 1000, 500, None, &[3, 4]);
-        assert_eq!(book.hold(key(), 1600, 500, None, &[3, 4, 5]), &[1, 1, 0]);
-        assert_eq!(book.hold(key(), 2200, 500, None, &[3]), &[2]);
+        book.hold(&key(), 1000, 500, None, &[3, 4]);
+        assert_eq!(book.hold(&key(), 1600, 500, None, &[3, 4, 5]), &[1, 1, 0]);
+        assert_eq!(book.hold(&key(), 2200, 500, None, &[3]), &[2]);
         // A handle of the earlier pop acknowledges nothing.
         assert_eq!(book.ack(&key(), 1600, 3), OrderAck::Unknown);
         assert_eq!(book.ack(&key(), 2200, 3), OrderAck::Commit { offset: 4, released: true });
