@@ -100,7 +100,7 @@ class Silo(Broker):
         n, b = procs.pick_ports()
         self.namesrv, self.broker = f"127.0.0.1:{n}", f"127.0.0.1:{b}"
         argv = [str(self.ctx.silo_bin), "serve", "--data-dir", str(self.data), "--listen-port", str(b),
-                "--broker-ip", "127.0.0.1", "--namesrv-listen", self.namesrv]
+                "--broker-ip", "127.0.0.1", "--namesrv-listen", self.namesrv, "--grpc-port", "0"]
         if self.flush == "sync":
             argv += ["--flush-disk-type", "SYNC_FLUSH"]
         env = dict(os.environ, HOME=str(self.dir))

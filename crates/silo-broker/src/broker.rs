@@ -23,6 +23,17 @@ pub struct ConnState {
     pub scratch: Vec<u8>,
 }
 
+/// What a front end other than remoting (gRPC) offers the broker's own services: the way to
+/// reach its clients.
+pub trait FrontEnd: Send + Sync + std::fmt::Debug {
+    /// Sends a transaction check to one producer of the check's topic; false if none of that
+    /// front end's clients can take it.
+    fn check_transaction(&self, check: &crate::core::transaction::Check, turn: usize) -> bool;
+    /// Whether a client of that front end is still connected (its auto-renewed pops are
+    /// renewed while it is).
+    fn client_alive(&self, client_id: &str) -> bool;
+}
+
 #[derive(Debug)]
 pub struct Broker {
     pub config: BrokerConfig,
@@ -47,6 +58,8 @@ pub struct Broker {
     next_queue: AtomicU64,
     /// Topic-config version last registered with the embedded name server.
     registered_version: std::sync::atomic::AtomicI64,
+    /// The gRPC front end, once it serves.
+    front_end: std::sync::OnceLock<Arc<dyn FrontEnd>>,
 }
 
 #[derive(Debug, Default)]
@@ -90,6 +103,7 @@ impl Broker {
             stats: Stats::default(),
             next_queue: AtomicU64::new(0),
             registered_version: std::sync::atomic::AtomicI64::new(-1),
+            front_end: std::sync::OnceLock::new(),
         });
         broker.load_transactions();
         broker.load_pops();
@@ -122,6 +136,15 @@ impl Broker {
                 topics: &table,
             });
         }
+    }
+
+    /// Attaches the second front end (once; later calls are ignored).
+    pub fn set_front_end(&self, front_end: Arc<dyn FrontEnd>) {
+        let _ = self.front_end.set(front_end);
+    }
+
+    pub fn front_end(&self) -> Option<&Arc<dyn FrontEnd>> {
+        self.front_end.get()
     }
 
     /// Picks a queue for a send that let the broker choose (queueId < 0).

@@ -54,6 +54,8 @@ pub struct BrokerConfig {
     pub timer_log_file_size: usize,
     /// `reviveQueueNum`, `popFromRetryProbability`, `popPollingSize`.
     pub pop: crate::core::pop::PopConfig,
+    /// The gRPC endpoint (`grpcServerPort`, `tls.server.*`), served by the `silo-grpc` front end.
+    pub grpc: GrpcSettings,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -93,7 +95,61 @@ impl Default for BrokerConfig {
             timers: crate::core::send::TimerPolicy::default(),
             timer_log_file_size: silo_store::timer::DEFAULT_TIMER_LOG_FILE_SIZE,
             pop: crate::core::pop::PopConfig::default(),
+            grpc: GrpcSettings::default(),
             clock: silo_store::clock::system(),
+        }
+    }
+}
+
+/// Which connections a TLS-capable port takes (`tls.server.mode`, as Java names the modes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TlsMode {
+    /// Plaintext only.
+    Disabled,
+    /// TLS and plaintext on the same port, told apart by the first byte.
+    #[default]
+    Permissive,
+    /// TLS only: a plaintext connection is closed.
+    Enforcing,
+}
+
+impl std::str::FromStr for TlsMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "disabled" => Ok(Self::Disabled),
+            "permissive" => Ok(Self::Permissive),
+            "enforcing" => Ok(Self::Enforcing),
+            other => Err(format!("{other:?}: expected disabled, permissive or enforcing")),
+        }
+    }
+}
+
+/// The gRPC endpoint's keys. Apache's proxy takes the same names in its own config file; here
+/// they are broker.conf keys, since the broker serves the endpoint itself.
+#[derive(Debug, Clone)]
+pub struct GrpcSettings {
+    /// `grpcServerPort` (8081; 0 takes a free port). `None` (`grpcServerPort=-1`, or
+    /// `--no-grpc`): no gRPC endpoint.
+    pub port: Option<u16>,
+    /// `tls.server.mode`: permissive by default, as Apache's proxy.
+    pub tls_mode: TlsMode,
+    /// `tls.server.certPath` / `tls.server.keyPath`: PEM files; without them a self-signed
+    /// certificate is made at start.
+    pub cert_path: Option<PathBuf>,
+    pub key_path: Option<PathBuf>,
+    /// `grpcMaxInboundMessageSize`: the largest request message accepted (130 MiB).
+    pub max_inbound_message_size: usize,
+}
+
+impl Default for GrpcSettings {
+    fn default() -> Self {
+        Self {
+            port: Some(8081),
+            tls_mode: TlsMode::Permissive,
+            cert_path: None,
+            key_path: None,
+            max_inbound_message_size: 130 * 1024 * 1024,
         }
     }
 }
@@ -197,6 +253,14 @@ impl BrokerConfig {
             "timerMaxDelaySec" => {
                 self.timers.max_delay_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?.saturating_mul(1000);
             }
+            "grpcServerPort" => {
+                let port: i32 = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
+                self.grpc.port = if port < 0 { None } else { Some(u16::try_from(port).map_err(|e| e.to_string())?) };
+            }
+            "tls.server.mode" => self.grpc.tls_mode = v.parse()?,
+            "tls.server.certPath" => self.grpc.cert_path = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "tls.server.keyPath" => self.grpc.key_path = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "grpcMaxInboundMessageSize" => self.grpc.max_inbound_message_size = num(v)?.max(1024) as usize,
             _ => return Ok(false),
         }
         Ok(true)

@@ -440,6 +440,17 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
 }
 
 impl Running {
+    /// A receiver that sees `true` when the broker starts shutting down: for services started
+    /// beside it (the gRPC endpoint).
+    pub fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// Adds a task that shutdown waits for.
+    pub fn add_task(&mut self, task: tokio::task::JoinHandle<()>) {
+        self.tasks.push(task);
+    }
+
     /// Stops gracefully: stop accepting, persist offsets, unregister, flush and checkpoint the
     /// store.
     pub async fn shutdown(self) -> Result<(), BoxError> {

@@ -29,7 +29,12 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
         match round {
             Ok(Ok(round)) => {
                 for check in &round.checks {
-                    broker.send_check(check, turn);
+                    // A remoting producer of the group, else a gRPC one of the topic.
+                    if !broker.send_check(check, turn)
+                        && let Some(front_end) = broker.front_end()
+                    {
+                        front_end.check_transaction(check, turn);
+                    }
                     turn = turn.wrapping_add(1);
                 }
                 if !round.checks.is_empty() || round.given_up > 0 {

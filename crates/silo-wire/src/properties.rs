@@ -41,6 +41,14 @@ pub mod keys {
     pub const INNER_MULTI_DISPATCH: &str = "INNER_MULTI_DISPATCH";
     pub const INNER_MULTI_QUEUE_OFFSET: &str = "INNER_MULTI_QUEUE_OFFSET";
     pub const POP_CK: &str = "POP_CK";
+    /// A FIFO message's group (5.x `message_group`): messages of one group keep their order.
+    pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+    /// How long a transaction's half message waits before its first check, in seconds.
+    pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+    pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+    /// The producer's host as it reported it (5.x SDKs).
+    pub const BORN_HOST: &str = "__BORNHOST";
+    pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
     /// Timer messages (5.x): an absolute delivery time in ms, or a delay in s or ms.
     pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
     pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{Context, bail};
 use clap::Args;
 use silo_broker::BrokerConfig;
-use silo_broker::server::{ServeOptions, run as run_server, signal};
+use silo_broker::server::{ServeOptions, run as run_server, signal, start};
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
@@ -35,6 +35,12 @@ pub struct ServeArgs {
     /// SYNC_FLUSH or ASYNC_FLUSH (flushDiskType).
     #[arg(long)]
     flush_disk_type: Option<String>,
+    /// The gRPC endpoint's port for the 5.x SDKs (grpcServerPort, default 8081; 0: a free port).
+    #[arg(long)]
+    grpc_port: Option<u16>,
+    /// Serve no gRPC endpoint.
+    #[arg(long, conflicts_with = "grpc_port")]
+    no_grpc: bool,
     /// Any other broker.conf key, as key=value; may repeat.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -98,6 +104,12 @@ fn broker_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
     if let Some(v) = &args.flush_disk_type {
         set("flushDiskType", v)?;
     }
+    if let Some(v) = args.grpc_port {
+        set("grpcServerPort", &v.to_string())?;
+    }
+    if args.no_grpc {
+        set("grpcServerPort", "-1")?;
+    }
     for kv in &args.set {
         let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv}: expected KEY=VALUE"))?;
         set(k.trim(), v.trim())?;
@@ -124,9 +136,23 @@ pub fn run(args: ServeArgs, mode: Mode) -> anyhow::Result<()> {
         }
     };
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime
-        .block_on(run_server(ServeOptions { namesrv, broker: Some(config) }, signal()))
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    runtime.block_on(async move {
+        let mut running =
+            start(ServeOptions { namesrv, broker: Some(config) }).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(broker) = running.broker.clone() {
+            match silo_grpc::serve(broker, running.shutdown_signal()).await {
+                Ok(Some(serving)) => running.add_task(serving.task),
+                Ok(None) => {}
+                Err(e) => {
+                    let _ = running.shutdown().await;
+                    bail!("{e}");
+                }
+            }
+        }
+        signal().await;
+        tracing::info!("shutting down");
+        running.shutdown().await.map_err(|e| anyhow::anyhow!("{e}"))
+    })
 }
 
 pub fn run_namesrv(args: NamesrvArgs) -> anyhow::Result<()> {

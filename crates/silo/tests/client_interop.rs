@@ -36,6 +36,7 @@ impl Silo {
         let child = Command::new(env!("CARGO_BIN_EXE_silo"))
             .args(["serve", "--data-dir", data.to_str().unwrap()])
             .args(["--listen-port", &broker_port.to_string(), "--namesrv-listen", &namesrv.to_string()])
+            .args(["--grpc-port", "0"])
             // Transaction checks every 2 s, after 2 s, up to 60 times (the stock 30 s / 6 s / 15
             // would make the scenarios minutes long, and a restart must not exhaust the checks);
             // the other scenarios send no transactional messages and notice nothing.

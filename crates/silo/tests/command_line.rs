@@ -38,6 +38,7 @@ fn spawn_serve(dir: &std::path::Path, ns_port: u16, broker_port: u16) -> Killed 
     let child = Command::new(env!("CARGO_BIN_EXE_silo"))
         .args(["serve", "--data-dir", dir.join("store").to_str().unwrap()])
         .args(["--listen-port", &broker_port.to_string(), "--namesrv-listen", &format!("127.0.0.1:{ns_port}")])
+        .args(["--grpc-port", "0"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

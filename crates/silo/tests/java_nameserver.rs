@@ -35,6 +35,7 @@ fn a_silo_broker_registers_with_the_java_name_server() {
         Command::new(env!("CARGO_BIN_EXE_silo"))
             .args(["broker", "--namesrv-addr", &ns.to_string(), "--broker-name", "silo-broker"])
             .args(["--listen-port", &port.to_string(), "--data-dir", dir.path().join("silo").to_str().unwrap()])
+            .args(["--grpc-port", "0"])
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),

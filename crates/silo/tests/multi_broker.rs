@@ -41,6 +41,7 @@ fn two_brokers_register_with_one_name_server() {
             Command::new(env!("CARGO_BIN_EXE_silo"))
                 .args(["broker", "--namesrv-addr", &ns.to_string(), "--broker-name", name])
                 .args(["--listen-port", &port.to_string(), "--data-dir", dir.path().join(name).to_str().unwrap()])
+                .args(["--grpc-port", "0"])
                 .stderr(Stdio::null())
                 .spawn()
                 .unwrap(),

@@ -136,6 +136,8 @@ pub struct SiloServer {
     pub data: PathBuf,
     pub namesrv: SocketAddr,
     pub broker: SocketAddr,
+    /// The gRPC endpoint (kept across restarts, like the other two).
+    pub grpc: SocketAddr,
     extra: Vec<String>,
 }
 
@@ -143,20 +145,28 @@ impl SiloServer {
     /// Starts it on `data` with `extra` arguments after `silo serve ...`, and waits until both
     /// ports accept. Its log goes to `data` with a `.log` extension.
     pub fn start(data: &Path, extra: &[&str]) -> Self {
-        Self::start_on(data, free_addr(), free_addr(), extra.iter().map(|s| s.to_string()).collect(), None)
+        Self::start_on(data, free_addr(), free_addr(), free_addr(), extra.iter().map(|s| s.to_string()).collect(), None)
     }
 
     /// As [`start`](Self::start), with the command wrapped: `wrapper` is a program and its
     /// arguments, given the `silo serve ...` command line after them (a mount namespace, say).
     pub fn start_wrapped(data: &Path, extra: &[&str], wrapper: &[&str]) -> Self {
         let wrapper = wrapper.iter().map(|s| s.to_string()).collect();
-        Self::start_on(data, free_addr(), free_addr(), extra.iter().map(|s| s.to_string()).collect(), Some(wrapper))
+        Self::start_on(
+            data,
+            free_addr(),
+            free_addr(),
+            free_addr(),
+            extra.iter().map(|s| s.to_string()).collect(),
+            Some(wrapper),
+        )
     }
 
     fn start_on(
         data: &Path,
         namesrv: SocketAddr,
         broker: SocketAddr,
+        grpc: SocketAddr,
         extra: Vec<String>,
         wrapper: Option<Vec<String>>,
     ) -> Self {
@@ -170,6 +180,8 @@ impl SiloServer {
             broker.port().to_string(),
             "--namesrv-listen".into(),
             namesrv.to_string(),
+            "--grpc-port".into(),
+            grpc.port().to_string(),
         ]
         .into_iter()
         .chain(extra.iter().cloned())
@@ -177,7 +189,7 @@ impl SiloServer {
         let line: Vec<String> = wrapper.unwrap_or_default().into_iter().chain(serve).collect();
         let child =
             Command::new(&line[0]).args(&line[1..]).stdout(std::process::Stdio::null()).stderr(log).spawn().unwrap();
-        let mut server = Self { child, data: data.to_owned(), namesrv, broker, extra };
+        let mut server = Self { child, data: data.to_owned(), namesrv, broker, grpc, extra };
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         for addr in [namesrv, broker] {
             while TcpStream::connect(addr).is_err() {
@@ -227,14 +239,14 @@ impl SiloServer {
     pub fn kill_and_start(&mut self) {
         self.kill();
         let extra = std::mem::take(&mut self.extra);
-        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, extra, None);
+        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, self.grpc, extra, None);
     }
 
     /// [`stop`](Self::stop), then start again on the same directory and ports.
     pub fn restart(&mut self) {
         self.stop();
         let extra = std::mem::take(&mut self.extra);
-        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, extra, None);
+        *self = Self::start_on(&self.data.clone(), self.namesrv, self.broker, self.grpc, extra, None);
     }
 }
 

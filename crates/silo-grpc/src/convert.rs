@@ -1,0 +1,187 @@
+//! A stored record as the SDKs receive it: the protobuf [`Message`] with its system properties
+//! filled from the record and its properties, as Apache's proxy fills them. The body is a
+//! slice of the mapped commit log (no copy until the encoder writes the frame).
+
+use std::collections::HashMap;
+
+use bytes::Bytes;
+use silo_store::MessageRef;
+use silo_wire::properties::keys;
+use silo_wire::record::{StoredRecord, sys_flag};
+
+use crate::proto::{Digest, DigestType, Encoding, Message, MessageType, Resource, SystemProperties};
+
+/// Properties the broker and the SDKs use themselves: they travel as system properties (or
+/// not at all), never as user properties.
+const SYSTEM_KEYS: &[&str] = &[
+    keys::TAGS,
+    keys::KEYS,
+    keys::UNIQ_KEY,
+    keys::WAIT,
+    keys::DELAY,
+    keys::TRAN_MSG,
+    keys::PGROUP,
+    keys::RETRY_TOPIC,
+    keys::REAL_TOPIC,
+    keys::REAL_QID,
+    keys::RECONSUME_TIME,
+    keys::MAX_RECONSUME_TIMES,
+    keys::ORIGIN_MESSAGE_ID,
+    keys::FIRST_POP_TIME,
+    keys::MIN_OFFSET,
+    keys::MAX_OFFSET,
+    keys::CLUSTER,
+    keys::MSG_REGION,
+    keys::TRACE_ON,
+    keys::POP_CK,
+    keys::SHARDING_KEY,
+    keys::CHECK_IMMUNITY_TIME_IN_SECONDS,
+    keys::TRACE_CONTEXT,
+    keys::BORN_HOST,
+    keys::BORN_TIMESTAMP,
+    keys::TIMER_DELIVER_MS,
+    keys::TIMER_DELAY_SEC,
+    keys::TIMER_DELAY_MS,
+    keys::TIMER_OUT_MS,
+    keys::TIMER_ENQUEUE_MS,
+    keys::TIMER_DEQUEUE_MS,
+    keys::TIMER_ROLL_TIMES,
+    keys::TIMER_DEL_UNIQKEY,
+    keys::INNER_MULTI_DISPATCH,
+    keys::INNER_MULTI_QUEUE_OFFSET,
+    "CHECK_TIMES",
+    "TRANSACTION_CHECK_TIMES",
+    "__transactionId__",
+    "DLQ_ORIGIN_TOPIC",
+    "DLQ_ORIGIN_MESSAGE_ID",
+];
+
+pub fn timestamp(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// How the body's digest is computed. Every SDK checks it, and they agree only on MD5: a CRC32
+/// is formatted differently by each (the Java and Go SDKs compare unpadded upper-case hex,
+/// Python zero-pads it, Node.js compares decimal). MD5 costs a few microseconds per KiB, so the
+/// clients known to read CRC32 the same way get the cheaper one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DigestKind {
+    Md5,
+    Crc32,
+}
+
+impl DigestKind {
+    /// The digest for a client that names its language so (`x-mq-language`).
+    pub fn for_language(language: &str) -> Self {
+        if language.eq_ignore_ascii_case("JAVA")
+            || language.eq_ignore_ascii_case("GOLANG")
+            || language.eq_ignore_ascii_case("GO")
+        {
+            Self::Crc32
+        } else {
+            Self::Md5
+        }
+    }
+
+    fn digest(self, body: &[u8]) -> Digest {
+        use std::fmt::Write as _;
+        match self {
+            Self::Crc32 => {
+                Digest { r#type: DigestType::Crc32 as i32, checksum: format!("{:X}", crc32fast::hash(body)) }
+            }
+            Self::Md5 => {
+                use md5::Digest as _;
+                let sum = md5::Md5::digest(body);
+                let mut hex = String::with_capacity(32);
+                for b in sum {
+                    let _ = write!(hex, "{b:02X}");
+                }
+                Digest { r#type: DigestType::Md5 as i32, checksum: hex }
+            }
+        }
+    }
+}
+
+/// What is known about the delivery besides the record.
+#[derive(Debug)]
+pub struct Delivery<'a> {
+    /// The topic the consumer asked for (a retried message is stored in the retry topic).
+    pub topic: &'a Resource,
+    pub receipt_handle: Option<String>,
+    /// Times delivered before (the record's reconsume count, or a FIFO queue's redeliveries).
+    pub reconsumed: i32,
+    pub digest: DigestKind,
+}
+
+/// The body of `record`, read from `message`, as a slice of the same mapping.
+pub fn body_of(message: &MessageRef, record: &StoredRecord<'_>) -> Bytes {
+    let start = (record.body.as_ptr() as usize).saturating_sub(message.as_ptr() as usize);
+    let end = start.saturating_add(record.body.len()).min(message.len());
+    Bytes::from_owner(message.clone()).slice(start.min(end)..end)
+}
+
+fn message_type(record: &StoredRecord<'_>) -> MessageType {
+    let p = &record.properties;
+    if p.get(keys::TRAN_MSG) == Some("true") {
+        MessageType::Transaction
+    } else if p.get(keys::DELAY).is_some()
+        || p.get(keys::TIMER_DELIVER_MS).is_some()
+        || p.get(keys::TIMER_DELAY_SEC).is_some()
+    {
+        MessageType::Delay
+    } else if p.get(keys::SHARDING_KEY).is_some() {
+        MessageType::Fifo
+    } else {
+        MessageType::Normal
+    }
+}
+
+/// `record` as the SDKs receive it, with `body` (a slice of wherever the record is).
+pub fn message(record: &StoredRecord<'_>, body: Bytes, d: Delivery<'_>) -> Message {
+    let p = &record.properties;
+    let user_properties: HashMap<String, String> = p
+        .iter()
+        .filter(|(k, _)| !SYSTEM_KEYS.contains(k) && !k.starts_with(keys::TRANSIENT_PREFIX))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let message_id = p.get(keys::UNIQ_KEY).map(str::to_owned).unwrap_or_else(|| {
+        silo_wire::msgid::offset_msg_id(record.meta.store_host, record.meta.physical_offset).to_string()
+    });
+    let born_host = p.get(keys::BORN_HOST).map(str::to_owned).unwrap_or_else(|| record.meta.born_host.to_string());
+    let delivery_timestamp = p.get(keys::TIMER_DELIVER_MS).and_then(|v| v.parse::<i64>().ok()).map(timestamp);
+    let system = SystemProperties {
+        tag: p.get(keys::TAGS).map(str::to_owned),
+        keys: p
+            .get(keys::KEYS)
+            .map(|k| k.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default(),
+        message_id,
+        body_digest: Some(d.digest.digest(&body)),
+        body_encoding: if record.meta.sys_flag & sys_flag::COMPRESSED != 0 {
+            Encoding::Gzip
+        } else {
+            Encoding::Identity
+        } as i32,
+        message_type: message_type(record) as i32,
+        born_timestamp: Some(timestamp(record.meta.born_timestamp)),
+        born_host,
+        store_timestamp: Some(timestamp(record.meta.store_timestamp)),
+        store_host: record.meta.store_host.to_string(),
+        delivery_timestamp,
+        receipt_handle: d.receipt_handle,
+        queue_id: record.meta.queue_id,
+        queue_offset: Some(record.meta.queue_offset),
+        invisible_duration: None,
+        delivery_attempt: Some(d.reconsumed.saturating_add(1)),
+        message_group: p.get(keys::SHARDING_KEY).map(str::to_owned),
+        trace_context: p.get(keys::TRACE_CONTEXT).map(str::to_owned),
+        orphaned_transaction_recovery_duration: None,
+        dead_letter_queue: None,
+        lite_topic: None,
+        priority: None,
+    };
+    Message { topic: Some(d.topic.clone()), user_properties, system_properties: Some(system), body }
+}

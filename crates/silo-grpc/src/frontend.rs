@@ -1,0 +1,93 @@
+//! The gRPC front end's state: the broker it adapts, its settings, and the clients it knows.
+//! Each RPC family is a module that adds `impl Frontend` handlers; they turn protobuf requests
+//! into the core's domain types and the core's answers (and [`BrokerError`]s) into protobuf.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use silo_broker::Broker;
+use silo_broker::broker::ConnState;
+use silo_broker::config::GrpcSettings;
+use silo_broker::core::BrokerError;
+use tonic::Request;
+
+use crate::clients::Clients;
+use crate::listener::PeerInfo;
+use crate::proto::{Code, Status};
+use crate::status::code_of;
+
+/// The front end.
+#[derive(Debug)]
+pub struct Frontend {
+    pub broker: Arc<Broker>,
+    pub config: GrpcSettings,
+    /// The address the endpoint listens on (what QueryRoute names when a client's request does
+    /// not say how it reached us).
+    pub local: SocketAddr,
+    pub clients: Clients,
+    /// Encoding state the handlers reuse (an appender and buffers), so that a send does not
+    /// allocate them per request.
+    conns: std::sync::Mutex<Vec<ConnState>>,
+}
+
+/// What every request carries in its metadata (the SDKs' `x-mq-*` headers).
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub client_id: String,
+    pub language: String,
+    pub client_version: String,
+    pub remote: SocketAddr,
+}
+
+fn header<'a, T>(req: &'a Request<T>, name: &str) -> &'a str {
+    req.metadata().get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+}
+
+impl Frontend {
+    pub fn new(broker: Arc<Broker>, config: GrpcSettings, local: SocketAddr) -> Self {
+        Self { broker, config, local, clients: Clients::default(), conns: std::sync::Mutex::default() }
+    }
+
+    /// Runs `f` with a pooled [`ConnState`].
+    pub fn with_conn<R>(&self, f: impl FnOnce(&mut ConnState) -> R) -> R {
+        let pooled = self.conns.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut conn = pooled.unwrap_or_default();
+        let out = f(&mut conn);
+        let mut pool = self.conns.lock().unwrap_or_else(|e| e.into_inner());
+        if pool.len() < 16 {
+            pool.push(conn);
+        }
+        out
+    }
+
+    /// The caller named by the request's metadata; a request without a client id is refused,
+    /// as Apache's proxy refuses it.
+    pub fn caller<T>(&self, req: &Request<T>) -> Result<Caller, Status> {
+        let client_id = header(req, "x-mq-client-id");
+        if client_id.trim().is_empty() {
+            return Err(status(Code::ClientIdRequired, "client id cannot be empty"));
+        }
+        let remote = req.extensions().get::<PeerInfo>().map_or(self.local, |p| p.remote);
+        self.clients.seen(client_id);
+        Ok(Caller {
+            client_id: client_id.to_owned(),
+            language: header(req, "x-mq-language").to_owned(),
+            client_version: header(req, "x-mq-client-version").to_owned(),
+            remote,
+        })
+    }
+}
+
+/// A status with Java's code and a message.
+pub fn status(code: Code, message: impl Into<String>) -> Status {
+    Status { code: code as i32, message: message.into() }
+}
+
+pub fn ok() -> Status {
+    status(Code::Ok, "OK")
+}
+
+/// The status a core error answers with.
+pub fn error_status(e: &BrokerError) -> Status {
+    status(code_of(e), e.to_string())
+}
