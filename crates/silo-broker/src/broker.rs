@@ -32,6 +32,8 @@ pub trait FrontEnd: Send + Sync + std::fmt::Debug {
     /// Whether a client of that front end is still connected (its auto-renewed pops are
     /// renewed while it is).
     fn client_alive(&self, client_id: &str) -> bool;
+    /// Adds the front end's figures to GET_BROKER_RUNTIME_INFO.
+    fn runtime_info(&self, table: &mut std::collections::BTreeMap<String, String>);
 }
 
 #[derive(Debug)]

@@ -30,6 +30,9 @@ pub struct SubscriptionGroups {
     fs: Arc<dyn Fs>,
     path: PathBuf,
     state: RwLock<SubscriptionGroupWrapper>,
+    /// Held across a write's snapshot and the write, so that writes happen one at a time and
+    /// none overwrites a newer snapshot with an older one.
+    persist_lock: std::sync::Mutex<()>,
     auto_create: bool,
 }
 
@@ -53,7 +56,7 @@ impl SubscriptionGroups {
                 ..SubscriptionGroupConfig::default()
             });
         }
-        let groups = Self { fs, path, state: RwLock::new(state), auto_create };
+        let groups = Self { fs, path, state: RwLock::new(state), auto_create, persist_lock: std::sync::Mutex::new(()) };
         groups.persist()?;
         Ok(groups)
     }
@@ -137,6 +140,7 @@ impl SubscriptionGroups {
     }
 
     fn persist(&self) -> Result<(), silo_store::StoreError> {
+        let _one_writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
         let snapshot = self.all();
         write_json_atomic(&*self.fs, &self.path, &snapshot)
     }

@@ -24,6 +24,9 @@ pub struct OffsetManager {
     path: PathBuf,
     state: Mutex<OffsetsFile>,
     dirty: AtomicBool,
+    /// Held across a write's snapshot and the write, so that writes happen one at a time and
+    /// none overwrites a newer snapshot with an older one.
+    persist_lock: std::sync::Mutex<()>,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -51,7 +54,7 @@ fn with_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
 impl OffsetManager {
     pub fn load(fs: std::sync::Arc<dyn silo_store::fs::Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
         let state = read_json(&*fs, &path)?.unwrap_or_default();
-        Ok(Self { fs, path, state: Mutex::new(state), dirty: AtomicBool::new(false) })
+        Ok(Self { fs, path, state: Mutex::new(state), dirty: AtomicBool::new(false), persist_lock: Mutex::new(()) })
     }
 
     /// Commits an offset (allocating only for a queue the group never committed before: the
@@ -118,6 +121,7 @@ impl OffsetManager {
 
     /// Writes the file if anything changed since the last write.
     pub fn persist(&self) -> Result<(), silo_store::StoreError> {
+        let _one_writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }

@@ -14,12 +14,15 @@ pub struct RequestModes {
     fs: Arc<dyn Fs>,
     path: PathBuf,
     state: RwLock<MessageRequestModes>,
+    /// Held across a write's snapshot and the write, so that writes happen one at a time and
+    /// none overwrites a newer snapshot with an older one.
+    persist_lock: std::sync::Mutex<()>,
 }
 
 impl RequestModes {
     pub fn load(fs: Arc<dyn Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
         let state = read_json(&*fs, &path)?.unwrap_or_default();
-        Ok(Self { fs, path, state: RwLock::new(state) })
+        Ok(Self { fs, path, state: RwLock::new(state), persist_lock: std::sync::Mutex::new(()) })
     }
 
     /// The mode a group has for a topic, if one was set.
@@ -34,6 +37,7 @@ impl RequestModes {
             let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
             s.message_request_mode_map.entry(mode.topic.clone()).or_default().insert(mode.consumer_group.clone(), mode);
         }
+        let _one_writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
         let snapshot = self.all();
         write_json_atomic(&*self.fs, &self.path, &snapshot)
     }

@@ -39,6 +39,9 @@ pub struct TopicManager {
     fs: std::sync::Arc<dyn silo_store::fs::Fs>,
     path: PathBuf,
     state: RwLock<TopicsFile>,
+    /// Held across a write's snapshot and the write, so that writes happen one at a time and
+    /// none overwrites a newer snapshot with an older one.
+    persist_lock: std::sync::Mutex<()>,
 }
 
 /// The topic replies go to: `<cluster>_REPLY_TOPIC`.
@@ -85,7 +88,7 @@ impl TopicManager {
         for tc in builtin {
             state.topic_config_table.entry(tc.topic_name.clone()).or_insert(tc);
         }
-        let manager = Self { fs, path, state: RwLock::new(state) };
+        let manager = Self { fs, path, state: RwLock::new(state), persist_lock: std::sync::Mutex::new(()) };
         manager.persist()?;
         Ok(manager)
     }
@@ -168,7 +171,46 @@ impl TopicManager {
     }
 
     fn persist(&self) -> Result<(), silo_store::StoreError> {
+        let _one_writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
         let snapshot = self.all();
         write_json_atomic(&*self.fs, &self.path, &snapshot)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+
+    /// Topics created at the same time from many threads (gRPC handlers, pops creating retry
+    /// topics) are all in the file afterwards: writes neither fail on each other's temporary
+    /// file nor overwrite a newer snapshot with an older one.
+    #[test]
+    fn topics_created_concurrently_are_all_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config").join("topics.json");
+        let config = crate::config::BrokerConfig::default();
+        let topics = Arc::new(TopicManager::load(silo_store::fs::real(), path.clone(), &config).unwrap());
+        let threads: Vec<_> = (0..8)
+            .map(|t| {
+                let topics = Arc::clone(&topics);
+                std::thread::spawn(move || {
+                    for i in 0..25 {
+                        topics.ensure_system(&format!("t{t}-{i}"), 1).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        let reloaded = TopicManager::load(silo_store::fs::real(), path, &config).unwrap();
+        for t in 0..8 {
+            for i in 0..25 {
+                assert!(reloaded.get(&format!("t{t}-{i}")).is_some(), "t{t}-{i} lost");
+            }
+        }
     }
 }

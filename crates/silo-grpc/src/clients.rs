@@ -139,6 +139,15 @@ impl Clients {
         Some(found.swap_remove(i).clone())
     }
 
+    /// Clients known.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Forgets clients neither connected nor heard from for a long time.
     pub fn expire(&self, idle: Duration) {
         self.lock().retain(|_, c| c.streams.iter().any(|(_, tx)| !tx.is_closed()) || c.last_seen.elapsed() < idle);

@@ -25,6 +25,8 @@ pub struct Frontend {
     /// not say how it reached us).
     pub local: SocketAddr,
     pub clients: Clients,
+    /// Connections accepted, by kind.
+    pub stats: Arc<crate::listener::ConnStats>,
     /// Encoding state the handlers reuse (an appender and buffers), so that a send does not
     /// allocate them per request.
     conns: std::sync::Mutex<Vec<ConnState>>,
@@ -45,7 +47,14 @@ fn header<'a, T>(req: &'a Request<T>, name: &str) -> &'a str {
 
 impl Frontend {
     pub fn new(broker: Arc<Broker>, config: GrpcSettings, local: SocketAddr) -> Self {
-        Self { broker, config, local, clients: Clients::default(), conns: std::sync::Mutex::default() }
+        Self {
+            broker,
+            config,
+            local,
+            clients: Clients::default(),
+            stats: Arc::default(),
+            conns: std::sync::Mutex::default(),
+        }
     }
 
     /// Runs `f` with a pooled [`ConnState`].

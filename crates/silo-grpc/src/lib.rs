@@ -74,7 +74,15 @@ pub async fn serve(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Resu
             }
         }
     });
-    let task = listener::serve(listener, settings.tls_mode, tls, service, listener::ConnLimits::default(), shutdown);
+    let task = listener::serve(
+        listener,
+        settings.tls_mode,
+        tls,
+        service,
+        listener::ConnLimits::default(),
+        Arc::clone(&frontend.stats),
+        shutdown,
+    );
     tracing::info!(%addr, tls = ?settings.tls_mode, "gRPC endpoint listening");
     Ok(Some(Serving { addr, frontend, task }))
 }
@@ -86,5 +94,14 @@ impl silo_broker::broker::FrontEnd for Frontend {
 
     fn client_alive(&self, client_id: &str) -> bool {
         self.clients.is_alive(client_id)
+    }
+
+    fn runtime_info(&self, table: &mut std::collections::BTreeMap<String, String>) {
+        use std::sync::atomic::Ordering::Relaxed;
+        table.insert("grpcListenAddr".into(), self.local.to_string());
+        table.insert("grpcTlsConnections".into(), self.stats.tls_connections.load(Relaxed).to_string());
+        table.insert("grpcPlaintextConnections".into(), self.stats.plaintext_connections.load(Relaxed).to_string());
+        table.insert("grpcRefusedConnections".into(), self.stats.refused_connections.load(Relaxed).to_string());
+        table.insert("grpcClients".into(), self.clients.len().to_string());
     }
 }

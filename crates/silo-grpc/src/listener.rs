@@ -10,6 +10,7 @@ use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -100,6 +101,15 @@ impl AsyncWrite for Conn {
     }
 }
 
+/// Connections accepted, by kind (in the broker's runtime info).
+#[derive(Debug, Default)]
+pub struct ConnStats {
+    pub tls_connections: AtomicU64,
+    pub plaintext_connections: AtomicU64,
+    /// Closed before serving: nothing sent in time, a failed handshake, the wrong kind.
+    pub refused_connections: AtomicU64,
+}
+
 /// Limits of one HTTP/2 connection.
 #[derive(Debug, Clone, Copy)]
 pub struct ConnLimits {
@@ -124,6 +134,7 @@ pub fn serve<S>(
     tls: Option<Arc<ServerConfig>>,
     service: S,
     limits: ConnLimits,
+    stats: Arc<ConnStats>,
     mut shutdown: watch::Receiver<bool>,
 ) -> tokio::task::JoinHandle<()>
 where
@@ -156,19 +167,24 @@ where
             let acceptor = acceptor.clone();
             let service = service.clone();
             let stop = shutdown.clone();
+            let stats = Arc::clone(&stats);
             tokio::spawn(async move {
                 let conn = match tokio::time::timeout(HANDSHAKE_TIMEOUT, classify(socket, remote, mode, acceptor)).await
                 {
                     Ok(Ok(conn)) => conn,
                     Ok(Err(e)) => {
+                        stats.refused_connections.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(%remote, error = %e, "gRPC connection refused");
                         return;
                     }
                     Err(_) => {
+                        stats.refused_connections.fetch_add(1, Ordering::Relaxed);
                         tracing::debug!(%remote, "gRPC connection sent nothing in time; closed");
                         return;
                     }
                 };
+                let counter = if conn.peer().tls { &stats.tls_connections } else { &stats.plaintext_connections };
+                counter.fetch_add(1, Ordering::Relaxed);
                 serve_connection(conn, service, limits, stop).await;
             });
         }

@@ -1,9 +1,11 @@
-//! The RocketMQ 5.x gRPC SDKs work against Silo through Apache's unmodified proxy 5.3.3 (cluster
-//! mode, loopback only), each with the suite of `interop/sdk5/<language>/` that was first run
-//! against Apache's own broker behind the same proxy: normal, FIFO, delay and transaction
-//! messages (an orphaned transaction recovered through the check-back), SimpleConsumer receive,
-//! ack, change of invisible duration and redelivery, PushConsumer retries and the dead-letter
-//! queue. One Silo and one proxy serve every language, one after the other.
+//! The RocketMQ 5.x gRPC SDKs work against Silo, each with the suite of `interop/sdk5/<language>/`
+//! that was first run against Apache's own broker behind Apache's proxy 5.3.3: normal, FIFO, delay
+//! and transaction messages (an orphaned transaction recovered through the check-back),
+//! SimpleConsumer receive, ack, change of invisible duration and redelivery, PushConsumer retries
+//! and the dead-letter queue. Twice: against `silo serve`'s own gRPC endpoint, with no proxy (the
+//! Java and Go SDKs over TLS, their default, the others in plaintext, on the same port), and
+//! through Apache's unmodified proxy in front of `silo serve` (cluster mode, remoting to the
+//! broker). Loopback only; one broker serves every language, one after the other.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -84,13 +86,56 @@ fn run(script: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
-#[test]
-fn every_5x_sdk_works_through_apaches_proxy() {
-    let dir = tempfile::tempdir().unwrap();
-    let silo = SiloServer::start(
-        &dir.path().join("store"),
-        // Transaction checks every 2 s after 2 s, as in client_interop.rs: the orphaned
-        // transaction of each suite is recovered within seconds.
+/// The two tests take turns: each runs five SDKs' suites, and two at once would share two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Runs every language's suite against `endpoint`; the report, and the failures.
+fn run_suites(endpoint: &str, namesrv: &str, suffix: &str, tls_for: &[&str]) -> (String, Vec<String>) {
+    let mut args = vec!["--namesrv", namesrv, "--suffix", suffix];
+    args.extend(LANGUAGES);
+    let (ok, stdout, stderr) = run("interop/sdk5/resources.sh", &args);
+    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let mut failed = Vec::new();
+    let mut report = String::new();
+    for lang in LANGUAGES {
+        let script = format!("interop/sdk5/{lang}/run.sh");
+        let tls = if tls_for.contains(&lang) { "1" } else { "0" };
+        let out = Command::new("bash")
+            .arg(repo().join(&script))
+            .args(["--endpoint", endpoint, "--namesrv", namesrv, "--suffix", suffix])
+            .env("SDK5_TLS", tls)
+            .output()
+            .unwrap_or_else(|e| panic!("run {script}: {e}"));
+        let (ok, stdout, stderr) =
+            (out.status.success(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        report.push_str(&stdout);
+        let fails = stdout.lines().any(|l| l.starts_with("FAIL"));
+        if !ok || fails || !stdout.lines().any(|l| l.starts_with("PASS")) {
+            let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
+            failed.push(format!(
+                "{lang}:\n{stdout}\nstderr (last lines):\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            ));
+        }
+    }
+    (report, failed)
+}
+
+fn runtime_info(silo: &SiloServer) -> serde_json::Value {
+    let info = common::call(silo.broker, silo_wire::codes::request::GET_BROKER_RUNTIME_INFO, &[]);
+    assert_eq!(info.header.code, 0);
+    serde_json::from_slice(&info.body).unwrap()
+}
+
+fn count(info: &serde_json::Value, key: &str) -> u64 {
+    info["table"][key].as_str().and_then(|v| v.parse().ok()).unwrap_or_else(|| panic!("{key} in {info}"))
+}
+
+/// The scenarios' broker: transaction checks every 2 s after 2 s, as in client_interop.rs, so
+/// that each suite's orphaned transaction is recovered within seconds.
+fn start_silo(dir: &Path) -> SiloServer {
+    SiloServer::start(
+        &dir.join("store"),
         &[
             "--set",
             "transactionCheckInterval=2000",
@@ -99,7 +144,33 @@ fn every_5x_sdk_works_through_apaches_proxy() {
             "--set",
             "transactionCheckMax=60",
         ],
-    );
+    )
+}
+
+#[test]
+fn every_5x_sdk_works_against_silos_own_grpc_endpoint() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let silo = start_silo(dir.path());
+    let found = listeners(&[silo.grpc.port()]);
+    assert!(found.iter().any(|(_, p)| *p == silo.grpc.port()), "nothing listens on {}: {found:?}", silo.grpc);
+    assert!(found.iter().all(|(addr, _)| addr == "127.0.0.1"), "gRPC listening beyond loopback: {found:?}");
+
+    let suffix = format!("d{}", std::process::id());
+    let (report, failed) = run_suites(&silo.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &["java", "go"]);
+    eprintln!("{report}");
+    assert!(failed.is_empty(), "suites failed:\n{}\nbroker log:\n{}", failed.join("\n"), silo.log_tail());
+    // Both kinds came in on the one port: the Java and Go SDKs' TLS, the others' plaintext.
+    let info = runtime_info(&silo);
+    assert!(count(&info, "grpcTlsConnections") >= 2, "{info}");
+    assert!(count(&info, "grpcPlaintextConnections") >= 3, "{info}");
+}
+
+#[test]
+fn every_5x_sdk_works_through_apaches_proxy() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let silo = start_silo(dir.path());
     let proxy = Proxy::start(&dir.path().join("proxy"), silo.namesrv);
 
     let ports = [silo.namesrv.port(), silo.broker.port(), proxy.grpc.port(), proxy.remoting.port()];
@@ -111,29 +182,8 @@ fn every_5x_sdk_works_through_apaches_proxy() {
         found.iter().filter(|(addr, _)| addr != "127.0.0.1" && addr != "[::ffff:127.0.0.1]").collect();
     assert!(elsewhere.is_empty(), "listening beyond loopback: {elsewhere:?}");
 
-    let namesrv = silo.namesrv.to_string();
     let suffix = format!("s{}", std::process::id());
-    let mut args = vec!["--namesrv", namesrv.as_str(), "--suffix", suffix.as_str()];
-    args.extend(LANGUAGES);
-    let (ok, stdout, stderr) = run("interop/sdk5/resources.sh", &args);
-    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
-
-    let endpoint = proxy.grpc.to_string();
-    let mut failed = Vec::new();
-    let mut report = String::new();
-    for lang in LANGUAGES {
-        let script = format!("interop/sdk5/{lang}/run.sh");
-        let (ok, stdout, stderr) = run(&script, &["--endpoint", &endpoint, "--namesrv", &namesrv, "--suffix", &suffix]);
-        report.push_str(&stdout);
-        let fails = stdout.lines().any(|l| l.starts_with("FAIL"));
-        if !ok || fails || !stdout.lines().any(|l| l.starts_with("PASS")) {
-            let tail: Vec<&str> = stderr.lines().rev().take(40).collect();
-            failed.push(format!(
-                "{lang}:\n{stdout}\nstderr (last lines):\n{}",
-                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
-            ));
-        }
-    }
+    let (report, failed) = run_suites(&proxy.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &[]);
     eprintln!("{report}");
     assert!(failed.is_empty(), "suites failed:\n{}\nbroker log:\n{}", failed.join("\n"), silo.log_tail());
 }

@@ -132,8 +132,9 @@ func main() {
 		os.Setenv("rocketmq.client.logFileName", "rocketmq_client_go.log")
 		rmq.ResetLogger()
 	}
-	// The SDK dials with TLS unless this is off; the proxy's gRPC port is plaintext here.
-	rmq.EnableSsl = false
+	// The SDK dials with TLS unless this is off (it does not check the certificate): TLS with
+	// SDK5_TLS=1, plaintext otherwise.
+	rmq.EnableSsl = os.Getenv("SDK5_TLS") == "1"
 
 	e := &env{endpoint: *endpoint, suffix: *suffix, timeout: time.Duration(*timeout) * time.Second}
 	e.watch = installRPCWatch(filepath.Join(*logDir, "grpc_calls.log"), *logDir != "")

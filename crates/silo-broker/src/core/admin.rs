@@ -107,6 +107,9 @@ impl Broker {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v))
         .collect();
+        if let Some(front_end) = self.front_end() {
+            front_end.runtime_info(&mut table);
+        }
         if let Some((allocs, bytes)) = crate::alloc_probe::read() {
             table.insert("siloAllocCount".into(), allocs.to_string());
             table.insert("siloAllocBytes".into(), bytes.to_string());

@@ -47,7 +47,8 @@ final class Ctx {
         this.provider = ClientServiceProvider.loadService();
         this.config = ClientConfiguration.newBuilder()
             .setEndpoints(endpoint)
-            .enableSsl(false)
+            // TLS (the SDK's own default) when SDK5_TLS=1; it does not check the certificate.
+            .enableSsl("1".equals(System.getenv("SDK5_TLS")))
             .setRequestTimeout(Duration.ofSeconds(10))
             .build();
     }
