@@ -140,6 +140,9 @@ pub struct GrpcSettings {
     pub key_path: Option<PathBuf>,
     /// `grpcMaxInboundMessageSize`: the largest request message accepted (130 MiB).
     pub max_inbound_message_size: usize,
+    /// `defaultInvisibleTimeMills`: the invisible time of a push consumer's messages
+    /// (`auto_renew`), renewed by the broker while the consumer is connected (60 s).
+    pub auto_renew_invisible_ms: i64,
 }
 
 impl Default for GrpcSettings {
@@ -150,6 +153,7 @@ impl Default for GrpcSettings {
             cert_path: None,
             key_path: None,
             max_inbound_message_size: 130 * 1024 * 1024,
+            auto_renew_invisible_ms: 60_000,
         }
     }
 }
@@ -245,6 +249,14 @@ impl BrokerConfig {
                 self.pop.retry_probability = u32::try_from(num(v)?.min(100)).map_err(|e| e.to_string())?;
             }
             "popPollingSize" => self.pop.polling_size = num(v)? as usize,
+            "renewAheadTimeMillis" => self.pop.renew_ahead_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?,
+            "renewMaxTimeMillis" => self.pop.renew_max_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?,
+            "invisibleTimeMillisWhenClear" => {
+                self.pop.release_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?;
+            }
+            "defaultInvisibleTimeMills" => {
+                self.grpc.auto_renew_invisible_ms = i64::try_from(num(v)?.max(1000)).map_err(|e| e.to_string())?;
+            }
             "timerWheelEnable" => self.timers.enabled = parse_bool(v)?,
             "timerPrecisionMs" => {
                 let ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?;

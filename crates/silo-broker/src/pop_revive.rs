@@ -1,5 +1,6 @@
 //! The revive service (docs/protocol.md §2.16): popped messages whose invisible time ran out
-//! unacknowledged are stored again in their group's retry topic ([`crate::core::pop`]).
+//! unacknowledged are stored again in their group's retry topic ([`crate::core::pop`]). Before
+//! that, pops the broker renews for a connected client (gRPC `auto_renew`) are renewed.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,12 +21,21 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         let now = broker.config.clock.now_ms();
-        if broker.pop.next_due().is_none_or(|at| at > now) {
+        let ahead = broker.config.pop.renew_ahead_ms;
+        if broker.pop.next_due().is_none_or(|at| at > now.saturating_add(ahead)) {
             continue;
         }
         let b = Arc::clone(&broker);
         let mut c = conn.take().unwrap_or_default();
         let round = tokio::task::spawn_blocking(move || {
+            if let Some(front_end) = b.front_end().cloned() {
+                let alive = |client: &str| front_end.client_alive(client);
+                match b.renew_owned_pops(&mut c, now, &alive) {
+                    Ok(n) if n > 0 => tracing::debug!(renewed = n, "pops renewed for their clients"),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "renewing pops failed; trying again next round"),
+                }
+            }
             let r = b.revive_round(&mut c, now);
             (r, c)
         })

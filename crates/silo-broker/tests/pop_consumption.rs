@@ -18,7 +18,7 @@ use silo_broker::core::filter::PullFilter;
 use silo_broker::core::pop::{HandleRequest, PopRequest, Popped};
 use silo_broker::topics::topic_config;
 use silo_broker::{Broker, BrokerConfig};
-use silo_store::{GetStatus, ManualClock, MessageToStore, TagFilter};
+use silo_store::{Clock as _, GetStatus, ManualClock, MessageToStore, TagFilter};
 use silo_wire::body::SubscriptionGroupConfig;
 use silo_wire::pop::TopicMark;
 use silo_wire::properties::PropertiesView;
@@ -71,6 +71,7 @@ fn request(queue_id: i32, max: i32, order: bool) -> PopRequest<'static> {
         expression_type: None,
         order,
         attempt_id: None,
+        owner: None,
     }
 }
 
@@ -369,4 +370,67 @@ fn pops_are_refused_as_javas_broker_refuses_them() {
     let bad_sql = PopRequest { expression: Some("a >"), expression_type: Some("SQL92"), ..request(0, 1, false) };
     assert!(matches!(broker.pop_filter(&bad_sql), Err(BrokerError::SubscriptionParseFailed(_))));
     assert!(matches!(broker.pop_filter(&request(-1, 32, false)), Ok(PullFilter::All)));
+}
+
+/// The pops of a connected gRPC push consumer (`auto_renew`) are renewed by the broker itself,
+/// under the same name: the client's first handle acknowledges them however long it works,
+/// also after the broker reopens; once the client is gone they come back when their deadline
+/// passes, once; a client that says it is terminating has its messages back within a second.
+#[test]
+fn owned_pops_are_renewed_while_their_client_is_connected_and_come_back_once_it_is_gone() {
+    let clock = ManualClock::new(START);
+    let dir = tempfile::tempdir().unwrap();
+    let owned = |owner: &'static str| PopRequest { owner: Some(owner), ..request(0, 32, false) };
+    let alive = |_: &str| true;
+    let gone = |_: &str| false;
+    let (slow, renewed_once) = {
+        let broker = open(dir.path(), &clock);
+        let mut conn = ConnState::default();
+        for b in ["slow", "crashed", "quit"] {
+            send(&broker, &mut conn, 0, b);
+        }
+        let got = pop(&broker, &mut conn, &PopRequest { max_messages: 1, ..owned("worker") });
+        assert_eq!(bodies(&got), ["slow"]);
+        // Nothing to renew yet: the deadline is further away than the renew-ahead time.
+        assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 0);
+        clock.advance(INVISIBLE - 5_000);
+        assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 1);
+        clock.advance(10_000);
+        assert_eq!(revive(&broker, &mut conn).revived, 0, "renewed: not due at its first deadline");
+        broker.commit_revive_progress();
+        broker.offsets.persist().unwrap();
+        broker.store.shutdown().unwrap();
+        (got[0].clone(), clock.now_ms())
+    };
+    // Reopened: the renewal was journaled, so the message is still invisible, and the handle
+    // the client got at the pop still acknowledges it.
+    let broker = open(dir.path(), &clock);
+    let mut conn = ConnState::default();
+    assert_eq!(broker.pop.in_flight(), (1, 1));
+    assert_eq!(revive(&broker, &mut conn).revived, 0);
+    clock.advance(40_000);
+    assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 1, "the second step");
+    assert!(clock.now_ms() - renewed_once > 0);
+    ack(&broker, &mut conn, &slow).unwrap();
+    assert_eq!(broker.pop.in_flight(), (0, 0));
+
+    // A client that crashed: no longer renewed, back at its deadline, once.
+    let crashed = pop(&broker, &mut conn, &PopRequest { max_messages: 1, ..owned("crashed-client") });
+    assert_eq!(bodies(&crashed), ["crashed"]);
+    clock.advance(INVISIBLE - 5_000);
+    assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &gone).unwrap(), 0);
+    clock.advance(5_000);
+    assert_eq!(revive(&broker, &mut conn).revived, 1);
+    assert_eq!(revive(&broker, &mut conn).revived, 0);
+
+    // A client that terminates: what it holds is visible a second later.
+    let quit = pop(&broker, &mut conn, &PopRequest { queue_id: 0, ..owned("quitting") });
+    assert!(bodies(&quit).contains(&"quit"), "{:?}", bodies(&quit));
+    // (One checkpoint per queue read: the retried "crashed" may have come with it.)
+    assert!(broker.release_owned_pops(&mut conn, "quitting", clock.now_ms()).unwrap() >= 1);
+    assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 0, "released: its own no more");
+    clock.advance(999);
+    assert_eq!(revive(&broker, &mut conn).revived, 0);
+    clock.advance(1);
+    assert_eq!(revive(&broker, &mut conn).revived, quit.len());
 }

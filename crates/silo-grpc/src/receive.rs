@@ -22,8 +22,6 @@ use crate::session::LONG_POLLING_MAX;
 /// The shortest long poll (Apache's proxy's minimum): a receive whose deadline leaves less is
 /// refused.
 pub const LONG_POLLING_MIN: Duration = Duration::from_secs(5);
-/// The invisible time a push consumer's messages get (they are renewed while it works).
-pub const AUTO_RENEW_INVISIBLE: Duration = Duration::from_secs(60);
 /// The range a simple consumer's invisible duration must be in.
 pub const INVISIBLE_MIN: Duration = Duration::from_secs(10);
 pub const INVISIBLE_MAX: Duration = Duration::from_secs(12 * 3600);
@@ -143,7 +141,7 @@ impl Frontend {
             poll = poll.min(deadline.saturating_sub(request_timeout).max(Duration::ZERO));
         }
         let invisible = if r.auto_renew {
-            AUTO_RENEW_INVISIBLE
+            Duration::from_millis(u64::try_from(self.config.auto_renew_invisible_ms).unwrap_or(60_000))
         } else {
             let Some(d) = r.invisible_duration.as_ref().map(to_duration) else {
                 return Ok(Response::new(one(status(Code::IllegalInvisibleTime, "invisible duration is required"))));
@@ -185,6 +183,9 @@ impl Frontend {
             expression_type: Some(expression_type),
             order,
             attempt_id: r.attempt_id.as_deref(),
+            // A push consumer's messages are renewed by the broker while the consumer is
+            // connected, so that a slow handler, or a client reconnecting, loses nothing.
+            owner: (r.auto_renew && !order).then_some(caller.client_id.as_str()),
         };
         let filter = match self.broker.pop_filter(&pop) {
             Ok(f) => f,

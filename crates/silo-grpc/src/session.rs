@@ -132,6 +132,11 @@ impl Frontend {
             Err(s) => return Ok(Response::new(NotifyClientTerminationResponse { status: Some(s) })),
         };
         self.clients.remove(&caller.client_id);
+        // What it still holds comes back soon, rather than when its invisible time runs out.
+        let now = self.broker.config.clock.now_ms();
+        if let Err(e) = self.with_conn(|conn| self.broker.release_owned_pops(conn, &caller.client_id, now)) {
+            tracing::warn!(client = caller.client_id, error = %e, "releasing a terminated client's messages failed");
+        }
         Ok(Response::new(NotifyClientTerminationResponse { status: Some(ok()) }))
     }
 

@@ -38,6 +38,7 @@ fn request_of(h: &PopMessageRequestHeader) -> PopRequest<'_> {
         expression_type: h.exp_type.as_deref(),
         order: h.order.unwrap_or(false),
         attempt_id: h.attempt_id.as_deref(),
+        owner: None,
     }
 }
 
@@ -55,6 +56,7 @@ fn notification_request(h: &NotificationRequestHeader) -> PopRequest<'_> {
         expression_type: None,
         order: h.order.unwrap_or(false),
         attempt_id: h.attempt_id.as_deref(),
+        owner: None,
     }
 }
 
@@ -339,6 +341,7 @@ impl Broker {
             expression_type: None,
             order: false,
             attempt_id: None,
+            owner: None,
         };
         if let Err(e) = self.pop_filter(&probe) {
             return error_response(opaque, &e);

@@ -66,6 +66,10 @@ pub struct Checkpoint {
     pub offsets: Vec<i64>,
     /// Bit `i` set: `offsets[i]` is acknowledged (or revived).
     pub acked: u64,
+    /// The client whose pop the broker renews while it is connected (gRPC `auto_renew`).
+    pub owner: Option<Arc<str>>,
+    /// Renewals so far (each extends the invisible time by a longer step).
+    pub renewals: u32,
 }
 
 impl Checkpoint {
@@ -150,12 +154,58 @@ impl PopBook {
         // A new pop is the broker's "now": what completed before it and is visible since can go.
         self.forget_completed(key.pop_time);
         if self.checkpoints.contains_key(&key) {
+            self.update(key, ck);
             return;
         }
         self.held = self.held.saturating_add(ck.unacked().count());
         self.due.insert((ck.visible_at(&key), key.clone()));
         self.live.entry(ck.revive_qid).or_default().insert(ck.revive_offset, key.clone());
         self.checkpoints.insert(key, ck);
+    }
+
+    /// A later record of a checkpoint the book holds (a renewal, or its release): its invisible
+    /// time, journal position, owner and renewals replace the held ones; acknowledged bits add.
+    fn update(&mut self, key: CheckpointKey, ck: Checkpoint) {
+        let Some(held) = self.checkpoints.get(&key) else { return };
+        let (old_at, old_qid, old_offset) = (held.visible_at(&key), held.revive_qid, held.revive_offset);
+        self.due.remove(&(old_at, key.clone()));
+        if let Some(q) = self.live.get_mut(&old_qid) {
+            q.remove(&old_offset);
+            if q.is_empty() {
+                self.live.remove(&old_qid);
+            }
+        }
+        self.due.insert((ck.visible_at(&key), key.clone()));
+        self.live.entry(ck.revive_qid).or_default().insert(ck.revive_offset, key.clone());
+        let Some(held) = self.checkpoints.get_mut(&key) else { return };
+        let newly_acked = (ck.acked & !held.acked).count_ones() as usize;
+        held.acked |= ck.acked;
+        held.invisible_time = ck.invisible_time;
+        held.revive_qid = ck.revive_qid;
+        held.revive_offset = ck.revive_offset;
+        held.owner = ck.owner;
+        held.renewals = ck.renewals;
+        self.held = self.held.saturating_sub(newly_acked);
+    }
+
+    /// The owned checkpoints that come due by `until`, earliest first: what the broker renews.
+    pub fn renewable(&self, until: i64) -> Vec<(CheckpointKey, Checkpoint)> {
+        self.due
+            .iter()
+            .take_while(|(at, _)| *at <= until)
+            .filter_map(|(_, k)| {
+                self.checkpoints.get(k).filter(|ck| ck.owner.is_some()).map(|ck| (k.clone(), ck.clone()))
+            })
+            .collect()
+    }
+
+    /// The checkpoints `owner` holds.
+    pub fn owned_by(&self, owner: &str) -> Vec<(CheckpointKey, Checkpoint)> {
+        self.checkpoints
+            .iter()
+            .filter(|(_, ck)| ck.owner.as_deref() == Some(owner))
+            .map(|(k, ck)| (k.clone(), ck.clone()))
+            .collect()
     }
 
     pub fn get(&self, key: &KeyRef<'_>) -> Option<&Checkpoint> {
@@ -280,7 +330,20 @@ pub fn from_record(ck: CheckpointRecord, revive_qid: i32) -> (CheckpointKey, Che
         start_offset: ck.start_offset,
         pop_time: ck.pop_time,
     };
-    (key, Checkpoint { revive_qid, revive_offset: ck.revive_offset, invisible_time: ck.invisible_time, offsets, acked })
+    let owner = ck.owner.map(Arc::from);
+    let renewals = ck.renewals;
+    (
+        key,
+        Checkpoint {
+            revive_qid,
+            revive_offset: ck.revive_offset,
+            invisible_time: ck.invisible_time,
+            offsets,
+            acked,
+            owner,
+            renewals,
+        },
+    )
 }
 
 #[cfg(test)]
@@ -296,7 +359,15 @@ mod tests {
     }
 
     fn ck(revive_offset: i64, offsets: &[i64], invisible: i64) -> Checkpoint {
-        Checkpoint { revive_qid: 0, revive_offset, invisible_time: invisible, offsets: offsets.to_vec(), acked: 0 }
+        Checkpoint {
+            revive_qid: 0,
+            revive_offset,
+            invisible_time: invisible,
+            offsets: offsets.to_vec(),
+            acked: 0,
+            owner: None,
+            renewals: 0,
+        }
     }
 
     #[test]
@@ -346,6 +417,8 @@ mod tests {
             queue_offset_diff: vec![0, 2],
             broker_name: None,
             re_put_times: 0,
+            owner: None,
+            renewals: 0,
         };
         book.apply(JournalRecord::Checkpoint(record), 0);
         book.apply(

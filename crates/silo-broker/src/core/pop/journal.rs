@@ -56,6 +56,18 @@ pub struct CheckpointRecord {
     pub broker_name: Option<String>,
     #[serde(rename = "rp", default)]
     pub re_put_times: i32,
+    /// Silo's own: the client whose pop the broker renews while it is connected (a gRPC push
+    /// consumer's `auto_renew`); absent otherwise.
+    #[serde(rename = "siloOwner", default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    /// Silo's own: how often the broker renewed this pop. A later record of the same pop
+    /// replaces the earlier one's invisible time and adds to its acknowledged bits.
+    #[serde(rename = "siloRenewals", default, skip_serializing_if = "is_zero")]
+    pub renewals: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// An acknowledgement of one message of a checkpoint (Apache's `AckMsg`).
@@ -161,6 +173,10 @@ pub struct CheckpointOut<'a> {
     pub broker_name: &'a str,
     #[serde(rename = "rp")]
     pub re_put_times: i32,
+    #[serde(rename = "siloOwner", skip_serializing_if = "Option::is_none")]
+    pub owner: Option<&'a str>,
+    #[serde(rename = "siloRenewals", skip_serializing_if = "is_zero")]
+    pub renewals: u32,
 }
 
 /// Writes queue offsets as differences from the start offset.
@@ -259,6 +275,8 @@ mod tests {
             queue_offset_diff: vec![0, 3],
             broker_name: Some("broker-a".into()),
             re_put_times: 0,
+            owner: None,
+            renewals: 0,
         };
         let json = serde_json::to_string(&ck).unwrap();
         assert_eq!(
@@ -280,6 +298,8 @@ mod tests {
             offsets: (40, &[40, 43]),
             broker_name: "broker-a",
             re_put_times: 0,
+            owner: None,
+            renewals: 0,
         };
         assert_eq!(serde_json::to_string(&out).unwrap(), json, "written as read");
         let ack: AckRecord =

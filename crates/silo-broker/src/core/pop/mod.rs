@@ -19,6 +19,7 @@ pub mod order;
 use std::collections::hash_map::DefaultHasher;
 use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
@@ -57,13 +58,32 @@ pub struct PopConfig {
     pub retry_probability: u32,
     /// `popPollingSize`: most pops parked at once on one queue; beyond it POLLING_FULL.
     pub polling_size: usize,
+    /// `renewAheadTimeMillis`: an owned pop is renewed this long before it would come due.
+    pub renew_ahead_ms: i64,
+    /// `renewMaxTimeMillis`: an owned pop is renewed for at most this long after it was
+    /// popped; then its messages come back like any other unacknowledged ones.
+    pub renew_max_ms: i64,
+    /// `invisibleTimeMillisWhenClear`: when a client says it is terminating, the messages it
+    /// holds become visible this long after.
+    pub release_ms: i64,
 }
 
 impl Default for PopConfig {
     fn default() -> Self {
-        Self { revive_queue_num: 8, retry_probability: 20, polling_size: 1024 }
+        Self {
+            revive_queue_num: 8,
+            retry_probability: 20,
+            polling_size: 1024,
+            renew_ahead_ms: 10_000,
+            renew_max_ms: 3 * 3600 * 1000,
+            release_ms: 1000,
+        }
     }
 }
+
+/// How far each renewal of an owned pop pushes its deadline, by renewal count (the last step
+/// repeats): the schedule Apache's proxy renews with.
+const RENEW_STEPS_MS: [i64; 6] = [60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000];
 
 /// Shards of the per-queue pop lock (two pops of one queue by one group must not read the
 /// same offset).
@@ -185,6 +205,9 @@ pub struct PopRequest<'a> {
     pub expression_type: Option<&'a str>,
     pub order: bool,
     pub attempt_id: Option<&'a str>,
+    /// The client whose pop the broker is to renew while that client is connected (a gRPC
+    /// push consumer's `auto_renew`). Not for orderly pops, whose hold is renewed by its ack.
+    pub owner: Option<&'a str>,
 }
 
 /// What a pop took.
@@ -484,16 +507,20 @@ impl Broker {
             offsets: (start, &offsets),
             broker_name: &self.config.broker_name,
             re_put_times: 0,
+            owner: req.owner,
+            renewals: 0,
         };
         let appended = self.append_journal(conn, out.revive_qid, CK_TAG, &record)?;
+        let mut book = self.pop.book();
         let ck = Checkpoint {
             revive_qid: out.revive_qid,
             revive_offset: appended.queue_offset,
             invisible_time: out.invisible_time,
             offsets,
             acked: 0,
+            owner: req.owner.map(|o| book.intern(o)),
+            renewals: 0,
         };
-        let mut book = self.pop.book();
         let key = CheckpointKey {
             group: book.intern(req.group),
             topic: book.intern(topic),
@@ -751,14 +778,19 @@ impl Broker {
             offsets: (req.offset, &[req.offset]),
             broker_name: &self.config.broker_name,
             re_put_times: 0,
+            owner: None,
+            renewals: 0,
         };
         let appended = self.append_journal(conn, revive_qid, CK_TAG, &record)?;
+        // A renewed handle is the client's own from now on: the broker no longer renews it.
         let ck = Checkpoint {
             revive_qid,
             revive_offset: appended.queue_offset,
             invisible_time,
             offsets: vec![req.offset],
             acked: 0,
+            owner: None,
+            renewals: 0,
         };
         let ack = AckOut {
             ack_offset: req.offset,
@@ -783,6 +815,90 @@ impl Broker {
             book.ack(&key, req.offset);
         }
         Ok(Renewed { pop_time: now, invisible_time, revive_qid, journal_end: acked.end_offset })
+    }
+
+    /// Journals a checkpoint again with a new invisible time (and owner): on replay it replaces
+    /// the earlier record's, so the pop keeps its name and the client's handle stays valid.
+    fn rejournal(
+        &self,
+        conn: &mut ConnState,
+        key: &CheckpointKey,
+        ck: &Checkpoint,
+        invisible_time: i64,
+        owner: Option<Arc<str>>,
+        renewals: u32,
+    ) -> Result<(), BrokerError> {
+        let record = CheckpointOut {
+            start_offset: key.start_offset,
+            pop_time: key.pop_time,
+            invisible_time,
+            bit_map: i32::try_from(ck.acked & u64::from(u32::MAX)).unwrap_or(0),
+            num: u8::try_from(ck.offsets.len()).unwrap_or(u8::MAX),
+            queue_id: key.queue_id,
+            topic: &key.topic,
+            group: &key.group,
+            revive_offset: 0,
+            offsets: (key.start_offset, &ck.offsets),
+            broker_name: &self.config.broker_name,
+            re_put_times: 0,
+            owner: owner.as_deref(),
+            renewals,
+        };
+        let appended = self.append_journal(conn, ck.revive_qid, CK_TAG, &record)?;
+        let renewed = Checkpoint {
+            revive_qid: ck.revive_qid,
+            revive_offset: appended.queue_offset,
+            invisible_time,
+            offsets: ck.offsets.clone(),
+            acked: ck.acked,
+            owner,
+            renewals,
+        };
+        self.pop.book().insert(key.clone(), renewed);
+        Ok(())
+    }
+
+    /// Renews the owned pops that would come due within `renewAheadTimeMillis` of `now`, for
+    /// owners `alive` says are connected, each by the next step of the renewal schedule and
+    /// for at most `renewMaxTimeMillis` after its pop. Returns how many were renewed.
+    pub fn renew_owned_pops(
+        &self,
+        conn: &mut ConnState,
+        now: i64,
+        alive: &dyn Fn(&str) -> bool,
+    ) -> Result<usize, BrokerError> {
+        let cfg = &self.config.pop;
+        let due = self.pop.book().renewable(now.saturating_add(cfg.renew_ahead_ms));
+        let mut renewed = 0;
+        for (key, ck) in due {
+            let Some(owner) = ck.owner.clone() else { continue };
+            if now.saturating_sub(key.pop_time) >= cfg.renew_max_ms || !alive(&owner) {
+                continue;
+            }
+            let step = RENEW_STEPS_MS.get(ck.renewals as usize).or(RENEW_STEPS_MS.last()).copied().unwrap_or(60_000);
+            let until = now.saturating_add(step).min(key.pop_time.saturating_add(cfg.renew_max_ms));
+            let invisible = until.saturating_sub(key.pop_time);
+            if invisible <= ck.invisible_time {
+                continue;
+            }
+            self.rejournal(conn, &key, &ck, invisible, Some(owner), ck.renewals.saturating_add(1))?;
+            renewed += 1;
+        }
+        Ok(renewed)
+    }
+
+    /// A client said it is terminating: the pops it owns stop being renewed and their
+    /// messages become visible `invisibleTimeMillisWhenClear` from `now` (or when they were
+    /// due, if sooner). Returns how many pops were released.
+    pub fn release_owned_pops(&self, conn: &mut ConnState, owner: &str, now: i64) -> Result<usize, BrokerError> {
+        let owned = self.pop.book().owned_by(owner);
+        let mut released = 0;
+        for (key, ck) in owned {
+            let soon = now.saturating_add(self.config.pop.release_ms).saturating_sub(key.pop_time);
+            self.rejournal(conn, &key, &ck, soon.min(ck.invisible_time), None, ck.renewals)?;
+            released += 1;
+        }
+        Ok(released)
     }
 
     /// Whether a pop like `req` would find something now (NOTIFICATION).
