@@ -9,12 +9,13 @@ use silo_broker::core::send::SendBack;
 use silo_wire::pop::ReceiptHandle;
 use tonic::{Request, Response};
 
-use crate::frontend::{Frontend, error_status, ok, status};
+use crate::frontend::{Frontend, error_status, ok, overall, status};
 use crate::proto::{
     AckMessageRequest, AckMessageResponse, AckMessageResultEntry, ChangeInvisibleDurationRequest,
     ChangeInvisibleDurationResponse, Code, ForwardMessageToDeadLetterQueueRequest,
     ForwardMessageToDeadLetterQueueResponse, Status,
 };
+use crate::validate;
 
 /// What a handle names, as the core takes it: the queue it was popped from (the retry topic
 /// for a retried message) and the message's offset.
@@ -59,6 +60,9 @@ impl Frontend {
         let r = req.into_inner();
         let group = r.group.unwrap_or_default().name;
         let topic = r.topic.unwrap_or_default().name;
+        if let Err(s) = validate::topic(&topic).and_then(|()| validate::group(&group)) {
+            return Ok(Response::new(AckMessageResponse { status: Some(s), entries: vec![] }));
+        }
         let mut entries = Vec::with_capacity(r.entries.len());
         let mut end = 0;
         for e in r.entries {
@@ -84,13 +88,7 @@ impl Frontend {
                 entry.status = Some(status(Code::MasterPersistenceTimeout, "flush disk timeout"));
             }
         }
-        let failed: Vec<&Status> =
-            entries.iter().filter_map(|e| e.status.as_ref()).filter(|s| s.code != Code::Ok as i32).collect();
-        let overall = match failed.len() {
-            0 => ok(),
-            n if n == entries.len() => failed.first().map_or_else(ok, |s| (*s).clone()),
-            _ => status(Code::MultipleResults, "some acknowledgements failed"),
-        };
+        let overall = overall(entries.iter().filter_map(|e| e.status.as_ref()), "ack message result is empty");
         Ok(Response::new(AckMessageResponse { status: Some(overall), entries }))
     }
 
@@ -107,15 +105,22 @@ impl Frontend {
         let r = req.into_inner();
         let group = r.group.unwrap_or_default().name;
         let topic = r.topic.unwrap_or_default().name;
-        let Some(d) = r.invisible_duration else {
-            return answer(status(Code::IllegalInvisibleTime, "invisible duration is required"), String::new());
-        };
+        if let Err(s) = validate::topic(&topic).and_then(|()| validate::group(&group)) {
+            return answer(s, String::new());
+        }
+        // An absent duration is zero: visible again at once.
+        let d = r.invisible_duration.unwrap_or_default();
         let invisible_ms = d.seconds.saturating_mul(1000).saturating_add(i64::from(d.nanos / 1_000_000));
-        if !(0..=crate::receive::INVISIBLE_MAX.as_millis() as i64).contains(&invisible_ms) {
+        let max = i64::try_from(crate::receive::INVISIBLE_MAX.as_millis()).unwrap_or(i64::MAX);
+        if invisible_ms < 0 {
             return answer(
-                status(Code::IllegalInvisibleTime, format!("illegal invisible duration {invisible_ms} ms")),
+                status(Code::IllegalInvisibleTime, "the invisibleTime is too small. min is 0"),
                 String::new(),
             );
+        }
+        if invisible_ms > max {
+            let s = status(Code::IllegalInvisibleTime, format!("the invisibleTime is too large. max is {max}"));
+            return answer(s, String::new());
         }
         let t = match target(&r.receipt_handle, &group, &topic) {
             Ok(t) => t,
@@ -165,12 +170,15 @@ impl Frontend {
         let r = req.into_inner();
         let group = r.group.unwrap_or_default().name;
         let topic = r.topic.unwrap_or_default().name;
+        if let Err(s) = validate::topic(&topic).and_then(|()| validate::group(&group)) {
+            return answer(s);
+        }
         let t = match target(&r.receipt_handle, &group, &topic) {
             Ok(t) => t,
             Err(s) => return answer(s),
         };
         let Some(offset) = t.commit_log_offset else {
-            return answer(status(Code::InvalidReceiptHandle, "the receipt handle has no commit-log offset"));
+            return answer(status(Code::InvalidReceiptHandle, "commit log offset is empty"));
         };
         // Straight to the group's dead-letter queue, then the popped message is acknowledged.
         let back = SendBack { offset, group: &group, delay_level: -1, max_reconsume_times: Some(0) };

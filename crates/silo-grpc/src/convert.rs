@@ -56,6 +56,12 @@ const SYSTEM_KEYS: &[&str] = &[
     "DLQ_ORIGIN_MESSAGE_ID",
 ];
 
+/// Whether `key` is one of the properties the broker and the SDKs use themselves (a producer
+/// may not set it as a user property).
+pub fn is_system_key(key: &str) -> bool {
+    SYSTEM_KEYS.contains(&key)
+}
+
 pub fn timestamp(ms: i64) -> prost_types::Timestamp {
     prost_types::Timestamp {
         seconds: ms.div_euclid(1000),

@@ -96,6 +96,32 @@ pub fn ok() -> Status {
     status(Code::Ok, "OK")
 }
 
+/// A code's name as the proto spells it (`MASTER_PERSISTENCE_TIMEOUT`): the message of a
+/// response's overall status when all its entries share that code.
+pub fn code_name(code: Code) -> String {
+    let debug = format!("{code:?}");
+    let mut out = String::with_capacity(debug.len() + 8);
+    for (i, c) in debug.chars().enumerate() {
+        if c.is_ascii_uppercase() && i > 0 {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+/// The overall status of a response with per-entry statuses: their common code (named), or
+/// MULTIPLE_RESULTS when they differ.
+pub fn overall<'a>(entries: impl IntoIterator<Item = &'a Status>, empty: &str) -> Status {
+    let mut codes = entries.into_iter().map(|s| s.code);
+    let Some(first) = codes.next() else { return status(Code::InternalServerError, empty) };
+    if codes.any(|c| c != first) {
+        return status(Code::MultipleResults, "MULTIPLE_RESULTS");
+    }
+    let code = Code::try_from(first).unwrap_or(Code::Unspecified);
+    status(code, code_name(code))
+}
+
 /// The status a core error answers with.
 pub fn error_status(e: &BrokerError) -> Status {
     status(code_of(e), e.to_string())

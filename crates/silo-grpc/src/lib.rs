@@ -20,6 +20,7 @@ pub mod session;
 pub mod status;
 pub mod tls;
 pub mod transaction;
+pub mod validate;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -18,6 +18,8 @@ use crate::frontend::{Frontend, error_status, ok, status};
 use crate::proto::receive_message_response::Content;
 use crate::proto::{Code, FilterType, ReceiveMessageRequest, ReceiveMessageResponse, Resource, Status};
 use crate::session::LONG_POLLING_MAX;
+use crate::validate;
+use silo_broker::core::BrokerError;
 
 /// The shortest long poll (Apache's proxy's minimum): a receive whose deadline leaves less is
 /// refused.
@@ -25,6 +27,8 @@ pub const LONG_POLLING_MIN: Duration = Duration::from_secs(5);
 /// The range a simple consumer's invisible duration must be in.
 pub const INVISIBLE_MIN: Duration = Duration::from_secs(10);
 pub const INVISIBLE_MAX: Duration = Duration::from_secs(12 * 3600);
+/// What a long poll leaves of the client's deadline for the answer to reach it.
+const ANSWER_MARGIN: Duration = Duration::from_millis(200);
 /// What the client keeps of its deadline for the answer to travel, when its settings do not
 /// say (the SDKs' default request timeout).
 const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(3);
@@ -129,40 +133,59 @@ impl Frontend {
         let settings = self.clients.settings(&caller.client_id);
         let request_timeout =
             settings.as_ref().and_then(|s| s.request_timeout.as_ref()).map_or(DEFAULT_REQUEST_TIMEOUT, to_duration);
-        // The long poll: what the request asks, within the proxy's bounds, and within what the
-        // deadline leaves once the answer's travel is kept aside.
-        let mut poll = r.long_polling_timeout.as_ref().map_or(LONG_POLLING_MAX, to_duration);
-        poll = poll.clamp(LONG_POLLING_MIN, LONG_POLLING_MAX);
-        if let Some(deadline) = deadline {
-            if deadline < LONG_POLLING_MIN {
-                let s = status(Code::IllegalPollingTime, "The deadline time remaining is not enough for polling");
-                return Ok(Response::new(one(s)));
+        // The long poll, as Apache's proxy reckons it: what the request asks, or what its
+        // deadline leaves after half a request timeout; within the proxy's bounds; and never
+        // past the deadline (less a margin for the answer to travel).
+        let asked = r.long_polling_timeout.as_ref().map(to_duration);
+        let mut poll = asked
+            .or_else(|| deadline.map(|d| d.saturating_sub(request_timeout / 2)))
+            .unwrap_or(LONG_POLLING_MAX)
+            .clamp(LONG_POLLING_MIN, LONG_POLLING_MAX);
+        if let Some(remaining) = deadline {
+            if poll > remaining {
+                if remaining < LONG_POLLING_MIN {
+                    // Clients older than 5.0.3 know no ILLEGAL_POLLING_TIME.
+                    let code = if "5.0.3" > caller.client_version.as_str() {
+                        Code::BadRequest
+                    } else {
+                        Code::IllegalPollingTime
+                    };
+                    let s = status(
+                        code,
+                        "The deadline time remaining is not enough for polling, please check network condition",
+                    );
+                    return Ok(Response::new(one(s)));
+                }
+                poll = remaining;
             }
-            poll = poll.min(deadline.saturating_sub(request_timeout).max(Duration::ZERO));
+            poll = poll.min(remaining.saturating_sub(ANSWER_MARGIN));
+        }
+        if let Err(s) = validate::topic(&topic.name).and_then(|()| validate::group(&group.name)) {
+            return Ok(Response::new(one(s)));
         }
         let invisible = if r.auto_renew {
             Duration::from_millis(u64::try_from(self.config.auto_renew_invisible_ms).unwrap_or(60_000))
         } else {
-            let Some(d) = r.invisible_duration.as_ref().map(to_duration) else {
-                return Ok(Response::new(one(status(Code::IllegalInvisibleTime, "invisible duration is required"))));
-            };
-            if !(INVISIBLE_MIN..=INVISIBLE_MAX).contains(&d) {
+            // An absent duration is zero, and too small.
+            let d = r.invisible_duration.as_ref().map_or(Duration::ZERO, to_duration);
+            if d < INVISIBLE_MIN {
                 let s = status(
                     Code::IllegalInvisibleTime,
-                    format!(
-                        "the invisibleDuration {} ms is out of range [{}, {}] ms",
-                        d.as_millis(),
-                        INVISIBLE_MIN.as_millis(),
-                        INVISIBLE_MAX.as_millis()
-                    ),
+                    format!("the invisibleTime is too small. min is {}", INVISIBLE_MIN.as_millis()),
+                );
+                return Ok(Response::new(one(s)));
+            }
+            if d > INVISIBLE_MAX {
+                let s = status(
+                    Code::IllegalInvisibleTime,
+                    format!("the invisibleTime is too large. max is {}", INVISIBLE_MAX.as_millis()),
                 );
                 return Ok(Response::new(one(s)));
             }
             d
         };
-        if r.batch_size <= 0 || r.batch_size > silo_broker::core::pop::MAX_POP_MESSAGES {
-            let s = status(Code::BadRequest, format!("batch size {} is out of range [1, 32]", r.batch_size));
-            return Ok(Response::new(one(s)));
+        if self.broker.topics.queues(&topic.name).is_none() {
+            return Ok(Response::new(one(crate::route::no_route(&topic.name))));
         }
         let (expression, expression_type) = match &r.filter_expression {
             Some(f) if f.r#type() == FilterType::Sql => (f.expression.as_str(), "SQL92"),
@@ -176,7 +199,8 @@ impl Frontend {
             // Every queue of the topic, whatever queue the request names (Apache's proxy ignores
             // it too: the SDKs that pick a queue from the route would otherwise read only that one).
             queue_id: -1,
-            max_messages: r.batch_size,
+            // At most 32 (more is cut to 32, as the proxy cuts it).
+            max_messages: r.batch_size.clamp(1, silo_broker::core::pop::MAX_POP_MESSAGES),
             invisible_time: i64::try_from(invisible.as_millis()).unwrap_or(i64::MAX),
             init_mode: 1,
             expression: Some(expression),
@@ -189,6 +213,9 @@ impl Frontend {
         };
         let filter = match self.broker.pop_filter(&pop) {
             Ok(f) => f,
+            Err(e @ (BrokerError::SubscriptionParseFailed(_) | BrokerError::FilterUnsupported)) => {
+                return Ok(Response::new(one(status(Code::IllegalFilterExpression, e.to_string()))));
+            }
             Err(e) => return Ok(Response::new(one(error_status(&e)))),
         };
         let until = tokio::time::Instant::now() + poll;

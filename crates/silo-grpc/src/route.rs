@@ -12,8 +12,9 @@ use tonic::{Request, Response};
 use crate::frontend::{Frontend, ok, status};
 use crate::proto::{
     Address, AddressScheme, Assignment, Broker as BrokerProto, Code, Endpoints, MessageQueue, MessageType, Permission,
-    QueryAssignmentRequest, QueryAssignmentResponse, QueryRouteRequest, QueryRouteResponse, Resource,
+    QueryAssignmentRequest, QueryAssignmentResponse, QueryRouteRequest, QueryRouteResponse,
 };
+use crate::validate;
 
 const PERM_READ: i32 = 4;
 const PERM_WRITE: i32 = 2;
@@ -38,6 +39,41 @@ pub fn endpoints_of(addr: SocketAddr) -> Endpoints {
     Endpoints {
         scheme: if addr.is_ipv4() { AddressScheme::IPv4 } else { AddressScheme::IPv6 } as i32,
         addresses: vec![Address { host: addr.ip().to_string(), port: i32::from(addr.port()) }],
+    }
+}
+
+/// The answer for a topic the broker does not have (the name server's words, as the proxy
+/// passes them on).
+pub fn no_route(topic: &str) -> crate::proto::Status {
+    status(Code::TopicNotFound, format!("CODE: 17  DESC: No topic route info in name server for the topic: {topic}"))
+}
+
+/// How a topic's queues are announced, as Apache's proxy splits them: with read and write
+/// permission, the queues only readable first, then those only writable, then those both;
+/// ids run across the three.
+fn queue_split(read: i32, write: i32, perm: i32) -> [(i32, Permission); 4] {
+    match (perm & PERM_READ != 0, perm & PERM_WRITE != 0) {
+        (true, true) => {
+            let both = read.min(write);
+            [
+                (read - both, Permission::Read),
+                (write - both, Permission::Write),
+                (both, Permission::ReadWrite),
+                (0, Permission::None),
+            ]
+        }
+        (false, true) => {
+            [(0, Permission::Read), (write, Permission::Write), (0, Permission::ReadWrite), (0, Permission::None)]
+        }
+        (true, false) => {
+            [(read, Permission::Read), (0, Permission::Write), (0, Permission::ReadWrite), (0, Permission::None)]
+        }
+        (false, false) => [
+            (0, Permission::Read),
+            (0, Permission::Write),
+            (0, Permission::ReadWrite),
+            (read.max(write).max(1), Permission::None),
+        ],
     }
 }
 
@@ -72,37 +108,31 @@ impl Frontend {
         }
         let r = req.into_inner();
         let topic = r.topic.unwrap_or_default();
-        let Some(tc) = self.broker.topics.get(&topic.name) else {
-            let s = status(Code::TopicNotFound, format!("topic not found: {}", topic.name));
+        if let Err(s) = validate::topic(&topic.name) {
             return Ok(Response::new(QueryRouteResponse { status: Some(s), message_queues: vec![] }));
+        }
+        let Some(tc) = self.broker.topics.get(&topic.name) else {
+            return Ok(Response::new(QueryRouteResponse {
+                status: Some(no_route(&topic.name)),
+                message_queues: vec![],
+            }));
         };
         let endpoints = self.answer_endpoints(r.endpoints.as_ref());
         let broker = self.broker_proto(&endpoints);
         let types = accepted_types(&tc);
-        // As Apache splits a queue-data entry: the queues both readable and writable first,
-        // then those only one of the two.
-        let (read, write) = (tc.read_queue_nums.max(0), tc.write_queue_nums.max(0));
-        let both = read.min(write);
-        let perm = permission(tc.perm);
-        let mut queues = Vec::with_capacity(read.max(write) as usize);
-        let mut push = |id: i32, p: Permission| {
-            queues.push(MessageQueue {
-                topic: Some(Resource {
-                    resource_namespace: topic.resource_namespace.clone(),
-                    name: topic.name.clone(),
-                }),
-                id,
-                permission: p as i32,
-                broker: Some(broker.clone()),
-                accept_message_types: types.clone(),
-            })
-        };
-        for id in 0..both {
-            push(id, perm);
-        }
-        let only = if read > write { permission(tc.perm & PERM_READ) } else { permission(tc.perm & PERM_WRITE) };
-        for id in both..read.max(write) {
-            push(id, only);
+        let mut queues = Vec::new();
+        let mut id = 0;
+        for (n, p) in queue_split(tc.read_queue_nums.max(0), tc.write_queue_nums.max(0), tc.perm) {
+            for _ in 0..n {
+                queues.push(MessageQueue {
+                    topic: Some(topic.clone()),
+                    id,
+                    permission: p as i32,
+                    broker: Some(broker.clone()),
+                    accept_message_types: types.clone(),
+                });
+                id += 1;
+            }
         }
         Ok(Response::new(QueryRouteResponse { status: Some(ok()), message_queues: queues }))
     }
@@ -117,9 +147,14 @@ impl Frontend {
         let r = req.into_inner();
         let topic = r.topic.unwrap_or_default();
         let group = r.group.unwrap_or_default();
-        let Some(tc) = self.broker.topics.get(&topic.name) else {
-            let s = status(Code::TopicNotFound, format!("topic not found: {}", topic.name));
+        if let Err(s) = validate::topic(&topic.name).and_then(|()| validate::group(&group.name)) {
             return Ok(Response::new(QueryAssignmentResponse { status: Some(s), assignments: vec![] }));
+        }
+        let Some(tc) = self.broker.topics.get(&topic.name) else {
+            return Ok(Response::new(QueryAssignmentResponse {
+                status: Some(no_route(&topic.name)),
+                assignments: vec![],
+            }));
         };
         if tc.perm & PERM_READ == 0 {
             let s = status(Code::Forbidden, "no readable queue");
@@ -134,7 +169,7 @@ impl Frontend {
                 id,
                 permission: permission(tc.perm) as i32,
                 broker: Some(broker.clone()),
-                accept_message_types: accepted_types(&tc),
+                accept_message_types: Vec::new(),
             }),
         };
         // A POP consumer reads queue -1 ("any queue") of each broker, an orderly one every

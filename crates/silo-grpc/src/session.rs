@@ -18,9 +18,11 @@ use crate::frontend::{Frontend, ok, status};
 use crate::proto::settings::PubSub;
 use crate::proto::telemetry_command::Command;
 use crate::proto::{
-    Code, CustomizedBackoff, ExponentialBackoff, HeartbeatRequest, HeartbeatResponse, NotifyClientTerminationRequest,
-    NotifyClientTerminationResponse, RetryPolicy, Settings, TelemetryCommand, retry_policy::Strategy,
+    ClientType, Code, CustomizedBackoff, ExponentialBackoff, HeartbeatRequest, HeartbeatResponse,
+    NotifyClientTerminationRequest, NotifyClientTerminationResponse, RetryPolicy, Settings, TelemetryCommand,
+    retry_policy::Strategy,
 };
+use crate::validate;
 
 /// What a consumer is told to ask for at most per receive (Apache's proxy's
 /// `grpcClientConsumerLongPollingBatchSize`).
@@ -34,6 +36,20 @@ pub const PRODUCER_MAX_ATTEMPTS: i32 = 3;
 /// levels, 1 s ... 2 h), as a customized back-off.
 const RETRY_DELAYS_S: [u64; 18] =
     [1, 5, 10, 30, 60, 120, 180, 240, 300, 360, 420, 480, 540, 600, 1200, 1800, 3600, 7200];
+
+/// A Rust variant name in the proto's spelling (`PushConsumer` as `PUSH_CONSUMER`).
+fn code_style(name: &str) -> String {
+    let mut out = String::with_capacity(name.len() + 8);
+    let mut prev_lower = false;
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            out.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase();
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
 
 fn duration(d: Duration) -> prost_types::Duration {
     prost_types::Duration {
@@ -108,6 +124,39 @@ impl Frontend {
         out
     }
 
+    /// Settings Apache's proxy refuses, with the gRPC status that ends the stream.
+    fn check_settings(&self, s: &Settings) -> Result<(), tonic::Status> {
+        let refuse = |m: &str| tonic::Status::invalid_argument(format!("process client telemetryCommand failed. {m}"));
+        match &s.pub_sub {
+            Some(PubSub::Publishing(p)) => {
+                for t in &p.topics {
+                    validate::topic(&t.name).map_err(|e| refuse(&e.message))?;
+                }
+            }
+            Some(PubSub::Subscription(sub)) => {
+                let kind = s.client_type.and_then(|t| ClientType::try_from(t).ok()).unwrap_or(ClientType::Unspecified);
+                if !matches!(kind, ClientType::PushConsumer | ClientType::SimpleConsumer) {
+                    return Err(tonic::Status::internal(format!(
+                        "process client telemetryCommand failed. Client type is not consumer, type: {}",
+                        code_style(&format!("{kind:?}"))
+                    )));
+                }
+                validate::group(sub.group.as_ref().map_or("", |g| g.name.as_str())).map_err(|e| refuse(&e.message))?;
+                for entry in &sub.subscriptions {
+                    let Some(f) = &entry.expression else { continue };
+                    let kind = if f.r#type() == crate::proto::FilterType::Sql { Some("SQL92") } else { Some("TAG") };
+                    if self.broker.check_filter(&f.expression, kind).is_err() {
+                        return Err(refuse("expression format is not correct"));
+                    }
+                }
+            }
+            None => {
+                return Err(tonic::Status::invalid_argument("there is no publishing or subscription data in settings"));
+            }
+        }
+        Ok(())
+    }
+
     pub(crate) async fn heartbeat(
         self: &Arc<Self>,
         req: Request<HeartbeatRequest>,
@@ -116,11 +165,21 @@ impl Frontend {
             Ok(c) => c,
             Err(s) => return Ok(Response::new(HeartbeatResponse { status: Some(s) })),
         };
-        if self.clients.settings(&caller.client_id).is_none() {
+        let Some(settings) = self.clients.settings(&caller.client_id) else {
             let s = status(Code::UnrecognizedClientType, "cannot find client settings for this client");
             return Ok(Response::new(HeartbeatResponse { status: Some(s) }));
-        }
-        Ok(Response::new(HeartbeatResponse { status: Some(ok()) }))
+        };
+        // The settings say what the client is; the request's own type is not read.
+        let kind = settings.client_type.and_then(|t| ClientType::try_from(t).ok()).unwrap_or(ClientType::Unspecified);
+        let s = match kind {
+            ClientType::Producer => ok(),
+            ClientType::PushConsumer | ClientType::SimpleConsumer => {
+                let group = req.get_ref().group.as_ref().map_or("", |g| g.name.as_str());
+                validate::group(group).map_or_else(|s| s, |()| ok())
+            }
+            other => status(Code::UnrecognizedClientType, code_style(&format!("CLIENT_TYPE_{other:?}"))),
+        };
+        Ok(Response::new(HeartbeatResponse { status: Some(s) }))
     }
 
     pub(crate) async fn notify_client_termination(
@@ -131,6 +190,10 @@ impl Frontend {
             Ok(c) => c,
             Err(s) => return Ok(Response::new(NotifyClientTerminationResponse { status: Some(s) })),
         };
+        if self.clients.settings(&caller.client_id).is_none() {
+            let s = status(Code::UnrecognizedClientType, "cannot find client settings for this client");
+            return Ok(Response::new(NotifyClientTerminationResponse { status: Some(s) }));
+        }
         self.clients.remove(&caller.client_id);
         // What it still holds comes back soon, rather than when its invisible time runs out.
         let now = self.broker.config.clock.now_ms();
@@ -144,8 +207,15 @@ impl Frontend {
         self: &Arc<Self>,
         req: Request<Streaming<TelemetryCommand>>,
     ) -> Result<Response<ReceiverStream<Result<TelemetryCommand, tonic::Status>>>, tonic::Status> {
-        let caller = self.caller(&req).map_err(|s| tonic::Status::invalid_argument(s.message))?;
         let (tx, rx) = tokio::sync::mpsc::channel(STREAM_QUEUE);
+        let caller = match self.caller(&req) {
+            Ok(c) => c,
+            Err(s) => {
+                // One command with the status, then the stream ends (as the proxy answers).
+                let _ = tx.try_send(Ok(TelemetryCommand { status: Some(s), command: None }));
+                return Ok(Response::new(ReceiverStream::new(rx)));
+            }
+        };
         let stream_id = self.clients.open_stream(&caller.client_id, tx.clone());
         let mut inbound = req.into_inner();
         let fe = Arc::clone(self);
@@ -165,27 +235,18 @@ impl Frontend {
                     None => break,
                 };
                 fe.clients.seen(&caller.client_id);
-                match cmd.command {
-                    Some(Command::Settings(s)) => {
-                        let answer = fe.server_settings(&s);
-                        fe.clients.set_settings(&caller.client_id, *s);
-                        let reply =
-                            TelemetryCommand { status: Some(ok()), command: Some(Command::Settings(Box::new(answer))) };
-                        if tx.send(Ok(reply)).await.is_err() {
-                            break;
-                        }
-                    }
-                    // Answers to the broker's own commands: nothing waits for them yet.
-                    Some(Command::ThreadStackTrace(_)) | Some(Command::VerifyMessageResult(_)) => {}
-                    Some(_) | None => {
-                        let reply = TelemetryCommand {
-                            status: Some(status(Code::InternalError, "unsupported telemetry command")),
-                            command: None,
-                        };
-                        if tx.send(Ok(reply)).await.is_err() {
-                            break;
-                        }
-                    }
+                // Answers to the broker's own commands (nothing waits for them yet), and commands
+                // a client has no business sending, are ignored, as the proxy ignores them.
+                let Some(Command::Settings(s)) = cmd.command else { continue };
+                if let Err(refused) = fe.check_settings(&s) {
+                    let _ = tx.send(Err(refused)).await;
+                    break;
+                }
+                let answer = fe.server_settings(&s);
+                fe.clients.set_settings(&caller.client_id, *s);
+                let reply = TelemetryCommand { status: Some(ok()), command: Some(Command::Settings(Box::new(answer))) };
+                if tx.send(Ok(reply)).await.is_err() {
+                    break;
                 }
             }
             fe.clients.close_stream(&caller.client_id, stream_id);

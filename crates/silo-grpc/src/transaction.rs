@@ -21,12 +21,13 @@ use crate::proto::{
     Code, EndTransactionRequest, EndTransactionResponse, RecoverOrphanedTransactionCommand, Resource, Status,
     TelemetryCommand, TransactionResolution, TransactionSource,
 };
+use crate::validate;
 
 impl Frontend {
     fn end(&self, r: &EndTransactionRequest) -> Result<Ended, Status> {
-        let bad = |why: &str| status(Code::InvalidTransactionId, why.to_owned());
+        let bad = |why: &str| status(Code::InternalServerError, why.to_owned());
         let (_, commit_log_offset) =
-            parse_offset_msg_id(&r.transaction_id).map_err(|_| bad("transaction id is invalid"))?;
+            parse_offset_msg_id(&r.transaction_id).map_err(|_| bad("cannot found transaction data"))?;
         let half = self.broker.store.read_at(commit_log_offset).map_err(|_| bad("no such transaction"))?;
         let Ok(Decoded::Record(rec)) = decode_record(&half, 0) else { return Err(bad("no such transaction")) };
         if rec.topic != HALF_TOPIC {
@@ -38,9 +39,8 @@ impl Frontend {
         let outcome = match r.resolution() {
             TransactionResolution::Commit => Outcome::Commit,
             TransactionResolution::Rollback => Outcome::Rollback,
-            TransactionResolution::Unspecified => {
-                return Err(status(Code::BadRequest, "transaction resolution must be COMMIT or ROLLBACK"));
-            }
+            // Neither: left to the check, as END_TRANSACTION with "unknown" leaves it.
+            TransactionResolution::Unspecified => Outcome::Unknown,
         };
         let group = rec.properties.get(keys::PGROUP).unwrap_or("").to_owned();
         let req = EndTransaction {
@@ -61,6 +61,14 @@ impl Frontend {
             return Ok(Response::new(EndTransactionResponse { status: Some(s) }));
         }
         let r = req.into_inner();
+        let topic = r.topic.as_ref().map_or("", |t| t.name.as_str());
+        if let Err(s) = validate::topic(topic) {
+            return Ok(Response::new(EndTransactionResponse { status: Some(s) }));
+        }
+        if r.transaction_id.trim().is_empty() {
+            let s = status(Code::InvalidTransactionId, "transaction id cannot be empty");
+            return Ok(Response::new(EndTransactionResponse { status: Some(s) }));
+        }
         let s = match self.end(&r) {
             Ok(_) => ok(),
             Err(s) => s,
