@@ -143,6 +143,10 @@ pub struct GrpcSettings {
     /// `defaultInvisibleTimeMills`: the invisible time of a push consumer's messages
     /// (`auto_renew`), renewed by the broker while the consumer is connected (60 s).
     pub auto_renew_invisible_ms: i64,
+    /// `grpcClientGraceMillis` (Silo's own): how long a client with no open Telemetry stream
+    /// still counts as connected after its last request, so that one reconnecting keeps its
+    /// messages renewed while one that crashed does not for long (10 s).
+    pub client_grace_ms: u64,
 }
 
 impl Default for GrpcSettings {
@@ -154,6 +158,7 @@ impl Default for GrpcSettings {
             key_path: None,
             max_inbound_message_size: 130 * 1024 * 1024,
             auto_renew_invisible_ms: 60_000,
+            client_grace_ms: 10_000,
         }
     }
 }
@@ -254,8 +259,10 @@ impl BrokerConfig {
             "invisibleTimeMillisWhenClear" => {
                 self.pop.release_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?;
             }
+            "grpcClientGraceMillis" => self.grpc.client_grace_ms = num(v)?,
             "defaultInvisibleTimeMills" => {
                 self.grpc.auto_renew_invisible_ms = i64::try_from(num(v)?.max(1000)).map_err(|e| e.to_string())?;
+                self.pop.renew_step_ms = self.grpc.auto_renew_invisible_ms;
             }
             "timerWheelEnable" => self.timers.enabled = parse_bool(v)?,
             "timerPrecisionMs" => {

@@ -2,10 +2,10 @@
 //! stream, the streams open to it (the way the broker reaches a client: recover-orphaned-
 //! transaction commands go down one), and when it was last heard from.
 //!
-//! A client is alive while one of its Telemetry streams is open, or for [`GRACE`] after it was
-//! last heard from: the SDKs reopen a broken stream at once, so a client that reconnects keeps
-//! its held messages renewed, while one that crashed stops being renewed and its messages come
-//! back once their invisible time runs out.
+//! A client is alive while one of its Telemetry streams is open, or for a grace time
+//! (`grpcClientGraceMillis`) after it was last heard from: the SDKs reopen a broken stream at
+//! once, so a client that reconnects keeps its held messages renewed, while one that crashed
+//! stops being renewed and its messages come back once their invisible time runs out.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -15,9 +15,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::proto::{ClientType, Settings, TelemetryCommand, settings::PubSub};
-
-/// How long a client without an open Telemetry stream counts as alive after its last request.
-pub const GRACE: Duration = Duration::from_secs(30);
 
 /// The most Telemetry streams one client id may hold open at once; a client that opens more
 /// (a leak, or another process reusing the id) has its oldest closed.
@@ -35,10 +32,13 @@ struct Client {
     last_seen: Instant,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Clients {
     inner: Mutex<HashMap<String, Client>>,
     next_stream: AtomicU64,
+    /// How long a client without an open Telemetry stream counts as alive after its last
+    /// request.
+    grace: Duration,
 }
 
 impl Client {
@@ -48,6 +48,10 @@ impl Client {
 }
 
 impl Clients {
+    pub fn new(grace: Duration) -> Self {
+        Self { inner: Mutex::default(), next_stream: AtomicU64::new(0), grace }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Client>> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -111,11 +115,12 @@ impl Clients {
         self.lock().remove(client_id);
     }
 
-    /// Whether `client_id` is connected, or was heard from within [`GRACE`].
+    /// Whether `client_id` is connected, or was heard from within the grace time.
     pub fn is_alive(&self, client_id: &str) -> bool {
+        let grace = self.grace;
         self.lock()
             .get(client_id)
-            .is_some_and(|c| c.streams.iter().any(|(_, tx)| !tx.is_closed()) || c.last_seen.elapsed() < GRACE)
+            .is_some_and(|c| c.streams.iter().any(|(_, tx)| !tx.is_closed()) || c.last_seen.elapsed() < grace)
     }
 
     /// One open stream of each producer that publishes `topic`, rotating from `turn`: where a

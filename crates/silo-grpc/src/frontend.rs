@@ -47,11 +47,12 @@ fn header<'a, T>(req: &'a Request<T>, name: &str) -> &'a str {
 
 impl Frontend {
     pub fn new(broker: Arc<Broker>, config: GrpcSettings, local: SocketAddr) -> Self {
+        let grace = std::time::Duration::from_millis(config.client_grace_ms);
         Self {
             broker,
             config,
             local,
-            clients: Clients::default(),
+            clients: Clients::new(grace),
             stats: Arc::default(),
             conns: std::sync::Mutex::default(),
         }

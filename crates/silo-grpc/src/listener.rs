@@ -209,7 +209,13 @@ where
         service.call(req)
     });
     let mut builder = hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new());
+    // Large windows: besides letting a batch of bodies in without waiting for credit, they size
+    // the HTTP/2 layer's budget for small DATA frames (half the connection window), which a
+    // client with hundreds of concurrent calls of small messages (every gRPC-Java unary call
+    // sends its message in a frame of its own) would otherwise exhaust, and be sent away.
     builder
+        .initial_connection_window_size(8 << 20)
+        .initial_stream_window_size(1 << 20)
         .timer(hyper_util::rt::TokioTimer::new())
         .keep_alive_interval(Duration::from_secs(30))
         .keep_alive_timeout(Duration::from_secs(20))

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use silo_broker::core::pop::{PopRequest, Popped};
+use silo_broker::core::pop::{HandleRequest, PopRequest, Popped};
 use silo_wire::pop::{ReceiptHandle, TopicMark};
 use silo_wire::record::{Decoded, decode_record};
 use tonic::{Request, Response};
@@ -100,19 +100,53 @@ fn one(status: Status) -> Responses {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
     Responses {
         items: VecDeque::from([Ok(ReceiveMessageResponse { content: Some(Content::Status(status)) }), closing(now)]),
+        undelivered: None,
     }
 }
 
-/// The responses of one receive, in order.
+/// The responses of one receive, in order. Messages the stream never handed on (the client
+/// went away first) are given back when it is dropped: visible again a second later, as Apache's
+/// proxy gives back what it failed to write, instead of staying invisible for their whole
+/// invisible time.
 #[derive(Debug)]
 pub struct Responses {
     items: VecDeque<Result<ReceiveMessageResponse, tonic::Status>>,
+    undelivered: Option<Undelivered>,
 }
+
+#[derive(Debug)]
+struct Undelivered {
+    frontend: Arc<Frontend>,
+    group: String,
+    /// Per message still queued, in order: (topic popped from, queue, offset, handle).
+    messages: VecDeque<(String, i32, i64, String)>,
+}
+
+/// The invisible time of a message given back undelivered.
+const GIVE_BACK_MS: i64 = 1000;
 
 impl tokio_stream::Stream for Responses {
     type Item = Result<ReceiveMessageResponse, tonic::Status>;
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        Poll::Ready(self.items.pop_front())
+        let next = self.items.pop_front();
+        if let (Some(Ok(ReceiveMessageResponse { content: Some(Content::Message(_)) })), Some(u)) =
+            (&next, self.undelivered.as_mut())
+        {
+            u.messages.pop_front();
+        }
+        Poll::Ready(next)
+    }
+}
+
+impl Drop for Responses {
+    fn drop(&mut self) {
+        let Some(u) = self.undelivered.take() else { return };
+        for (topic, queue_id, offset, handle) in &u.messages {
+            let req = HandleRequest { group: &u.group, topic, queue_id: *queue_id, offset: *offset, handle };
+            if let Err(e) = u.frontend.with_conn(|conn| u.frontend.broker.change_invisible(conn, &req, GIVE_BACK_MS)) {
+                tracing::debug!(error = %e, offset, "giving back an undelivered message failed; it comes back when due");
+            }
+        }
     }
 }
 
@@ -248,12 +282,20 @@ impl Frontend {
             return Ok(Response::new(one(status(Code::MessageNotFound, "no new message"))));
         }
         let digest = convert::DigestKind::for_language(&caller.language);
-        Ok(Response::new(self.deliveries(&popped, &topic, order, digest)))
+        Ok(Response::new(self.deliveries(&popped, &group.name, &topic, order, digest)))
     }
 
     /// The stream of one found pop: the status, then each message with its handle.
-    fn deliveries(&self, popped: &Popped, topic: &Resource, order: bool, digest: convert::DigestKind) -> Responses {
-        let mut items = VecDeque::with_capacity(popped.messages.len() + 1);
+    fn deliveries(
+        self: &Arc<Self>,
+        popped: &Popped,
+        group: &str,
+        topic: &Resource,
+        order: bool,
+        digest: convert::DigestKind,
+    ) -> Responses {
+        let mut items = VecDeque::with_capacity(popped.messages.len() + 2);
+        let mut undelivered = VecDeque::with_capacity(popped.messages.len());
         items.push_back(Ok(ReceiveMessageResponse { content: Some(Content::Status(ok())) }));
         let mut handle = String::with_capacity(96);
         for m in &popped.messages {
@@ -286,8 +328,11 @@ impl Frontend {
             let delivery = Delivery { topic, receipt_handle: Some(handle.clone()), reconsumed, digest };
             let message = convert::message(&rec, convert::body_of(m, &rec), delivery);
             items.push_back(Ok(ReceiveMessageResponse { content: Some(Content::Message(Box::new(message))) }));
+            undelivered.push_back((rec.topic.to_owned(), queue_id, rec.meta.queue_offset, handle.clone()));
         }
         items.push_back(closing(self.broker.config.clock.now_ms()));
-        Responses { items }
+        let undelivered =
+            Some(Undelivered { frontend: Arc::clone(self), group: group.to_owned(), messages: undelivered });
+        Responses { items, undelivered }
     }
 }

@@ -64,6 +64,21 @@ where
     Grpc::new(ProstCodec::default()).max_decoding_message_size(frontend.config.max_inbound_message_size)
 }
 
+/// tonic refuses a request longer than the inbound limit with OUT_OF_RANGE; grpc-java, and so
+/// Apache's proxy, with RESOURCE_EXHAUSTED, which is what the SDKs expect.
+fn as_grpc_java_answers(mut response: http::Response<Body>) -> http::Response<Body> {
+    const OUT_OF_RANGE: &str = "11";
+    let too_long =
+        response.headers().get("grpc-status").is_some_and(|v| v == OUT_OF_RANGE)
+            && response.headers().get("grpc-message").and_then(|v| v.to_str().ok()).is_some_and(|m| {
+                m.contains("message%20length%20too%20large") || m.contains("message length too large")
+            });
+    if too_long {
+        response.headers_mut().insert("grpc-status", http::HeaderValue::from_static("8"));
+    }
+    response
+}
+
 macro_rules! unary {
     ($fe:expr, $req:expr, $handler:ident) => {{
         let fe = Arc::clone(&$fe);
@@ -73,7 +88,7 @@ macro_rules! unary {
                 let fe = Arc::clone(&fe);
                 async move { fe.$handler(r).await }
             });
-            Ok(g.unary(svc, $req).await)
+            Ok(as_grpc_java_answers(g.unary(svc, $req).await))
         })
     }};
 }
@@ -111,7 +126,7 @@ where
                         let fe = Arc::clone(&fe);
                         async move { fe.receive_message(r).await }
                     });
-                    Ok(g.server_streaming(svc, req).await)
+                    Ok(as_grpc_java_answers(g.server_streaming(svc, req).await))
                 })
             }
             method::TELEMETRY => {

@@ -66,6 +66,9 @@ pub struct PopConfig {
     /// `invisibleTimeMillisWhenClear`: when a client says it is terminating, the messages it
     /// holds become visible this long after.
     pub release_ms: i64,
+    /// The first step of the renewal schedule (`defaultInvisibleTimeMills`, the invisible time
+    /// an owned pop starts with): later steps are 3, 5, 10, 30 and 60 times it.
+    pub renew_step_ms: i64,
 }
 
 impl Default for PopConfig {
@@ -77,13 +80,15 @@ impl Default for PopConfig {
             renew_ahead_ms: 10_000,
             renew_max_ms: 3 * 3600 * 1000,
             release_ms: 1000,
+            renew_step_ms: 60_000,
         }
     }
 }
 
-/// How far each renewal of an owned pop pushes its deadline, by renewal count (the last step
-/// repeats): the schedule Apache's proxy renews with.
-const RENEW_STEPS_MS: [i64; 6] = [60_000, 180_000, 300_000, 600_000, 1_800_000, 3_600_000];
+/// How far each renewal of an owned pop pushes its deadline, in first steps, by renewal count
+/// (the last repeats): with the default first step of a minute, the schedule Apache's proxy
+/// renews with (1, 3, 5, 10, 30, 60 minutes).
+const RENEW_STEPS: [i64; 6] = [1, 3, 5, 10, 30, 60];
 
 /// Shards of the per-queue pop lock (two pops of one queue by one group must not read the
 /// same offset).
@@ -875,7 +880,8 @@ impl Broker {
             if now.saturating_sub(key.pop_time) >= cfg.renew_max_ms || !alive(&owner) {
                 continue;
             }
-            let step = RENEW_STEPS_MS.get(ck.renewals as usize).or(RENEW_STEPS_MS.last()).copied().unwrap_or(60_000);
+            let times = RENEW_STEPS.get(ck.renewals as usize).or(RENEW_STEPS.last()).copied().unwrap_or(1);
+            let step = cfg.renew_step_ms.saturating_mul(times);
             let until = now.saturating_add(step).min(key.pop_time.saturating_add(cfg.renew_max_ms));
             let invisible = until.saturating_sub(key.pop_time);
             if invisible <= ck.invisible_time {
