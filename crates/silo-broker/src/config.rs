@@ -56,6 +56,9 @@ pub struct BrokerConfig {
     pub pop: crate::core::pop::PopConfig,
     /// The gRPC endpoint (`grpcServerPort`, `tls.server.*`), served by the `silo-grpc` front end.
     pub grpc: GrpcSettings,
+    /// `authenticationEnabled`, `initAuthenticationUser`: who may call (the gRPC endpoint checks
+    /// every request's signature when enabled).
+    pub auth: AuthSettings,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -96,6 +99,7 @@ impl Default for BrokerConfig {
             timer_log_file_size: silo_store::timer::DEFAULT_TIMER_LOG_FILE_SIZE,
             pop: crate::core::pop::PopConfig::default(),
             grpc: GrpcSettings::default(),
+            auth: AuthSettings::default(),
             clock: silo_store::clock::system(),
         }
     }
@@ -160,6 +164,36 @@ impl Default for GrpcSettings {
             auto_renew_invisible_ms: 60_000,
             client_grace_ms: 10_000,
         }
+    }
+}
+
+/// Authentication, with Apache RocketMQ 5.3's keys: off by default, as in Java.
+#[derive(Debug, Clone, Default)]
+pub struct AuthSettings {
+    /// `authenticationEnabled`.
+    pub enabled: bool,
+    /// The accounts: `initAuthenticationUser` (`{"username":..,"password":..}`), the user a
+    /// broker starts with.
+    pub users: Vec<User>,
+}
+
+/// An account: its name (the access key a client signs with) and its password (the secret key).
+#[derive(Clone, serde::Deserialize)]
+pub struct User {
+    pub username: String,
+    pub password: String,
+}
+
+impl std::fmt::Debug for User {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret never reaches a log.
+        f.debug_struct("User").field("username", &self.username).finish_non_exhaustive()
+    }
+}
+
+impl AuthSettings {
+    pub fn user(&self, name: &str) -> Option<&User> {
+        self.users.iter().find(|u| u.username == name)
     }
 }
 
@@ -271,6 +305,13 @@ impl BrokerConfig {
             }
             "timerMaxDelaySec" => {
                 self.timers.max_delay_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?.saturating_mul(1000);
+            }
+            "authenticationEnabled" => self.auth.enabled = parse_bool(v)?,
+            "initAuthenticationUser" => {
+                let user: User = serde_json::from_str(v)
+                    .map_err(|e| format!("expected {{\"username\":..,\"password\":..}}: {e}"))?;
+                self.auth.users.retain(|u| u.username != user.username);
+                self.auth.users.push(user);
             }
             "grpcServerPort" => {
                 let port: i32 = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;

@@ -145,8 +145,42 @@ fn message_type(record: &StoredRecord<'_>) -> MessageType {
     }
 }
 
+/// The most a compressed body is inflated to for a gRPC client.
+pub const MAX_INFLATED: u64 = 64 << 20;
+
+/// The GZIP stream's first two bytes.
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+
+/// The body as a gRPC client is to get it, and its encoding. A body a remoting producer stored
+/// compressed is zlib (RocketMQ's compression type 0), which the SDKs cannot read: it is
+/// inflated, as Apache's proxy inflates it. One a gRPC producer sent GZIP-encoded goes back as it
+/// came. A body that does not inflate, or would inflate past [`MAX_INFLATED`], goes as stored.
+pub fn delivered_body(record: &StoredRecord<'_>, body: Bytes) -> (Bytes, Encoding) {
+    const ZLIB: i32 = 0;
+    if record.meta.sys_flag & sys_flag::COMPRESSED == 0 {
+        return (body, Encoding::Identity);
+    }
+    if body.starts_with(&GZIP_MAGIC) {
+        return (body, Encoding::Gzip);
+    }
+    if (record.meta.sys_flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 != ZLIB {
+        return (body, Encoding::Identity);
+    }
+    use std::io::Read as _;
+    let mut inflated = Vec::new();
+    let read = flate2::read::ZlibDecoder::new(&body[..]).take(MAX_INFLATED + 1).read_to_end(&mut inflated);
+    match read {
+        Ok(n) if (n as u64) <= MAX_INFLATED => (Bytes::from(inflated), Encoding::Identity),
+        _ => {
+            tracing::debug!(offset = record.meta.physical_offset, "a compressed body does not inflate; sent as stored");
+            (body, Encoding::Identity)
+        }
+    }
+}
+
 /// `record` as the SDKs receive it, with `body` (a slice of wherever the record is).
 pub fn message(record: &StoredRecord<'_>, body: Bytes, d: Delivery<'_>) -> Message {
+    let (body, encoding) = delivered_body(record, body);
     let p = &record.properties;
     let user_properties: HashMap<String, String> = p
         .iter()
@@ -166,11 +200,7 @@ pub fn message(record: &StoredRecord<'_>, body: Bytes, d: Delivery<'_>) -> Messa
             .unwrap_or_default(),
         message_id,
         body_digest: Some(d.digest.digest(&body)),
-        body_encoding: if record.meta.sys_flag & sys_flag::COMPRESSED != 0 {
-            Encoding::Gzip
-        } else {
-            Encoding::Identity
-        } as i32,
+        body_encoding: encoding as i32,
         message_type: message_type(record) as i32,
         born_timestamp: Some(timestamp(record.meta.born_timestamp)),
         born_host,
@@ -190,4 +220,56 @@ pub fn message(record: &StoredRecord<'_>, body: Bytes, d: Delivery<'_>) -> Messa
         priority: None,
     };
     Message { topic: Some(d.topic.clone()), user_properties, system_properties: Some(system), body }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn record_with(sys_flag: i32) -> silo_wire::record::RecordMeta {
+        silo_wire::record::RecordMeta {
+            body_crc: 0,
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 0,
+            physical_offset: 0,
+            sys_flag,
+            born_timestamp: 0,
+            born_host: "127.0.0.1:1".parse().unwrap(),
+            store_timestamp: 0,
+            store_host: "127.0.0.1:2".parse().unwrap(),
+            reconsume_times: 0,
+            prepared_tx_offset: 0,
+        }
+    }
+
+    #[test]
+    fn a_zlib_body_is_inflated_and_a_gzip_one_goes_as_it_came() {
+        let plain = b"hello hello hello hello".repeat(20);
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
+        z.write_all(&plain).unwrap();
+        let zlib = Bytes::from(z.finish().unwrap());
+        let props = silo_wire::PropertiesView::from_valid("");
+        let rec = |meta| StoredRecord {
+            version: silo_wire::record::MessageVersion::V1,
+            total_size: 0,
+            meta,
+            body: b"",
+            topic: "t",
+            properties: props,
+        };
+        let (body, enc) = delivered_body(&rec(record_with(sys_flag::COMPRESSED)), zlib);
+        assert_eq!((&body[..], enc), (&plain[..], Encoding::Identity));
+        let gzip = Bytes::from_static(&[0x1f, 0x8b, 8, 0, 0, 0]);
+        assert_eq!(delivered_body(&rec(record_with(sys_flag::COMPRESSED)), gzip.clone()).1, Encoding::Gzip);
+        let broken = Bytes::from_static(b"not zlib at all");
+        assert_eq!(
+            delivered_body(&rec(record_with(sys_flag::COMPRESSED)), broken.clone()),
+            (broken, Encoding::Identity)
+        );
+        assert_eq!(delivered_body(&rec(record_with(0)), gzip.clone()), (gzip, Encoding::Identity));
+    }
 }

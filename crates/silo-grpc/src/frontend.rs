@@ -78,6 +78,17 @@ impl Frontend {
             return Err(status(Code::ClientIdRequired, "client id cannot be empty"));
         }
         let remote = req.extensions().get::<PeerInfo>().map_or(self.local, |p| p.remote);
+        if self.broker.config.auth.enabled {
+            let authorization = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
+            let date_time = req.metadata().get("x-mq-date-time").and_then(|v| v.to_str().ok());
+            if let Err(e) = crate::auth::authenticate(&self.broker.config.auth, authorization, date_time) {
+                // Counted, and logged at debug only: a client retrying with a wrong secret must not
+                // flood the log.
+                self.stats.unauthenticated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                tracing::debug!(client = client_id, %remote, reason = %e, "gRPC request refused: not authenticated");
+                return Err(status(Code::Unauthorized, e.to_string()));
+            }
+        }
         self.clients.seen(client_id);
         Ok(Caller {
             client_id: client_id.to_owned(),

@@ -1,15 +1,17 @@
 //! `silo-grpc`: RocketMQ 5.x's gRPC protocol (`apache.rocketmq.v2.MessagingService`) served by
 //! the broker itself, as a second front end over its protocol-neutral core. The 5.x SDKs
-//! connect to `silo serve` directly, with no proxy in between (docs/protocol.md §5).
+//! connect to `silo serve` directly, with no proxy in between (docs/protocol.md §6).
 //!
 //! [`serve`] binds the port, accepts TLS and plaintext on it ([`listener`]), and routes each
 //! RPC ([`service`]) to its handler: [`route`], [`session`], [`send`], [`receive`], [`ack`],
 //! [`transaction`]. The protobuf messages are in [`proto`].
 
 pub mod ack;
+pub mod auth;
 pub mod clients;
 pub mod convert;
 pub mod frontend;
+pub mod fuzzing;
 pub mod listener;
 pub mod proto;
 pub mod receive;
@@ -104,5 +106,6 @@ impl silo_broker::broker::FrontEnd for Frontend {
         table.insert("grpcPlaintextConnections".into(), self.stats.plaintext_connections.load(Relaxed).to_string());
         table.insert("grpcRefusedConnections".into(), self.stats.refused_connections.load(Relaxed).to_string());
         table.insert("grpcClients".into(), self.clients.len().to_string());
+        table.insert("grpcUnauthenticatedRequests".into(), self.stats.unauthenticated.load(Relaxed).to_string());
     }
 }

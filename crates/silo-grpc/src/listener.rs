@@ -108,6 +108,8 @@ pub struct ConnStats {
     pub plaintext_connections: AtomicU64,
     /// Closed before serving: nothing sent in time, a failed handshake, the wrong kind.
     pub refused_connections: AtomicU64,
+    /// Requests refused for want of a valid signature (with `authenticationEnabled`).
+    pub unauthenticated: AtomicU64,
 }
 
 /// Limits of one HTTP/2 connection.

@@ -167,6 +167,40 @@ fn every_5x_sdk_works_against_silos_own_grpc_endpoint() {
 }
 
 #[test]
+fn the_java_sdk_signs_its_requests_when_silo_requires_credentials() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let silo = SiloServer::start(
+        &dir.path().join("store"),
+        &[
+            "--set",
+            "authenticationEnabled=true",
+            "--set",
+            r#"initAuthenticationUser={"username":"sdk-user","password":"sdk-secret"}"#,
+        ],
+    );
+    let suffix = format!("a{}", std::process::id());
+    let (ok, stdout, stderr) =
+        run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
+    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let suite = |secret: &str| {
+        let out = Command::new("bash")
+            .arg(repo().join("interop/sdk5/java/run.sh"))
+            .args(["--endpoint", &silo.grpc.to_string(), "--suffix", &suffix, "--timeout", "20", "--only", "normal"])
+            .env("SDK5_ACCESS_KEY", "sdk-user")
+            .env("SDK5_SECRET_KEY", secret)
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let signed = suite("sdk-secret");
+    assert!(signed.starts_with("PASS java normal"), "{signed}\n{}", silo.log_tail());
+    let wrong = suite("not-the-secret");
+    assert!(wrong.starts_with("FAIL java normal") && wrong.contains("40100"), "{wrong}");
+    assert!(count(&runtime_info(&silo), "grpcUnauthenticatedRequests") >= 1);
+}
+
+#[test]
 fn every_5x_sdk_works_through_apaches_proxy() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.BooleanSupplier;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
@@ -45,7 +47,14 @@ final class Ctx {
         this.suffix = suffix;
         this.timeoutMillis = timeoutMillis;
         this.provider = ClientServiceProvider.loadService();
-        this.config = ClientConfiguration.newBuilder()
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder();
+        // Credentials when SDK5_ACCESS_KEY and SDK5_SECRET_KEY are set: every request is signed.
+        String accessKey = System.getenv("SDK5_ACCESS_KEY");
+        String secretKey = System.getenv("SDK5_SECRET_KEY");
+        if (accessKey != null && secretKey != null) {
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider(accessKey, secretKey));
+        }
+        this.config = builder
             .setEndpoints(endpoint)
             // TLS (the SDK's own default) when SDK5_TLS=1; it does not check the certificate.
             .enableSsl("1".equals(System.getenv("SDK5_TLS")))
