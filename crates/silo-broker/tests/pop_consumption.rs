@@ -434,3 +434,35 @@ fn owned_pops_are_renewed_while_their_client_is_connected_and_come_back_once_it_
     clock.advance(1);
     assert_eq!(revive(&broker, &mut conn).revived, quit.len());
 }
+
+/// An orderly hold popped for a gRPC push consumer is renewed while the consumer is connected
+/// (its queue stays held, its messages are not redelivered), and let go a second after the
+/// consumer says it is terminating.
+#[test]
+fn an_owned_orderly_hold_is_renewed_while_its_client_is_connected() {
+    let clock = ManualClock::new(START);
+    let dir = tempfile::tempdir().unwrap();
+    let broker = open(dir.path(), &clock);
+    let mut conn = ConnState::default();
+    for b in ["1", "2"] {
+        send(&broker, &mut conn, 0, b);
+    }
+    let owned = PopRequest { owner: Some("fifo-worker"), ..request(0, 2, true) };
+    let first = pop(&broker, &mut conn, &owned);
+    assert_eq!(bodies(&first), ["1", "2"]);
+    let alive = |_: &str| true;
+    clock.advance(INVISIBLE - 5_000);
+    assert!(broker.pop.next_due().is_some_and(|at| at <= clock.now_ms() + 10_000));
+    assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 1);
+    clock.advance(10_000);
+    assert!(pop(&broker, &mut conn, &request(0, 2, true)).is_empty(), "still held past its first deadline");
+    ack(&broker, &mut conn, &first[0]).unwrap();
+    // It says goodbye holding "2": the queue is let go a second later, "2" comes again.
+    assert_eq!(broker.release_owned_pops(&mut conn, "fifo-worker", clock.now_ms()).unwrap(), 1);
+    clock.advance(999);
+    assert!(pop(&broker, &mut conn, &request(0, 2, true)).is_empty());
+    clock.advance(1);
+    let again = pop(&broker, &mut conn, &request(0, 2, true));
+    assert_eq!(bodies(&again), ["2"]);
+    assert_eq!(again[0].reconsume_times, 1);
+}

@@ -243,7 +243,7 @@ impl Frontend {
             attempt_id: r.attempt_id.as_deref(),
             // A push consumer's messages are renewed by the broker while the consumer is
             // connected, so that a slow handler, or a client reconnecting, loses nothing.
-            owner: (r.auto_renew && !order).then_some(caller.client_id.as_str()),
+            owner: r.auto_renew.then_some(caller.client_id.as_str()),
         };
         let filter = match self.broker.pop_filter(&pop) {
             Ok(f) => f,

@@ -52,8 +52,16 @@ fi
 
 # The SDK logs to files under rocketmq.log.root (its console appender stays off); user.home points
 # into target/ so nothing else it might write lands in the real home directory.
-exec java -Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
+# `run.sh bench ...` runs the load generator of bench/sdk5-compare instead (full JIT, more heap).
+main=dev.silo.interop.sdk5.Suite
+jvm=(-Xmx192m -XX:+UseSerialGC -XX:TieredStopAtLevel=1)
+if [ "${1:-}" = bench ]; then
+    shift
+    main=dev.silo.interop.sdk5.Bench
+    jvm=(-Xmx1g)
+fi
+exec java "${jvm[@]}" \
     -Duser.home="$here/target/sdk-home" \
     -Drocketmq.log.root="$log_dir" \
     -Dmq.consoleAppender.enabled=false \
-    -cp "$here/target/classes:$(cat "$cp_file")" dev.silo.interop.sdk5.Suite "$@"
+    -cp "$here/target/classes:$(cat "$cp_file")" "$main" "$@"

@@ -164,8 +164,14 @@ impl PopState {
     }
 
     /// When the next checkpoint comes due.
+    /// The earliest time a checkpoint comes due or an owned orderly hold lets go.
     pub fn next_due(&self) -> Option<i64> {
-        self.book().next_due()
+        let ck = self.book().next_due();
+        let hold = self.order().next_owned_visible();
+        match (ck, hold) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Unacknowledged pops and the messages they hold.
@@ -210,8 +216,8 @@ pub struct PopRequest<'a> {
     pub expression_type: Option<&'a str>,
     pub order: bool,
     pub attempt_id: Option<&'a str>,
-    /// The client whose pop the broker is to renew while that client is connected (a gRPC
-    /// push consumer's `auto_renew`). Not for orderly pops, whose hold is renewed by its ack.
+    /// The client whose pop (or, for an orderly pop, whose hold on the queue) the broker is to
+    /// renew while that client is connected (a gRPC push consumer's `auto_renew`).
     pub owner: Option<&'a str>,
 }
 
@@ -449,7 +455,7 @@ impl Broker {
             if let Some(key) = order_key {
                 let counts = {
                     let mut order = self.pop.order();
-                    order.hold(&key, out.pop_time, out.invisible_time, req.attempt_id, &offsets).to_vec()
+                    order.hold(&key, out.pop_time, out.invisible_time, req.attempt_id, req.owner, &offsets).to_vec()
                 };
                 for (o, c) in offsets.iter().zip(&counts) {
                     wire_pop::push_order_count(&mut infos.counts, mark, queue_id, *o, *c);
@@ -890,6 +896,12 @@ impl Broker {
             self.rejournal(conn, &key, &ck, invisible, Some(owner), ck.renewals.saturating_add(1))?;
             renewed += 1;
         }
+        // Orderly holds are renewed in memory (they are saved with the offsets, §11.3).
+        let step = |renewals: u32| {
+            cfg.renew_step_ms
+                .saturating_mul(RENEW_STEPS.get(renewals as usize).or(RENEW_STEPS.last()).copied().unwrap_or(1))
+        };
+        renewed += self.pop.order().renew_owned(now, cfg.renew_ahead_ms, cfg.renew_max_ms, step, alive);
         Ok(renewed)
     }
 
@@ -904,6 +916,7 @@ impl Broker {
             self.rejournal(conn, &key, &ck, soon.min(ck.invisible_time), None, ck.renewals)?;
             released += 1;
         }
+        released += self.pop.order().release_owned(owner, now, self.config.pop.release_ms);
         Ok(released)
     }
 

@@ -54,6 +54,15 @@ pub struct OrderHold {
     pub acked: u64,
     /// How often each message was handed out before this time (its delivery attempt - 1).
     pub counts: Vec<i32>,
+    /// The client the broker renews the hold for while it is connected (a gRPC push consumer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub renewals: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl OrderHold {
@@ -120,6 +129,7 @@ impl OrderBook {
         pop_time: i64,
         invisible_time: i64,
         attempt_id: Option<&str>,
+        owner: Option<&str>,
         offsets: &[i64],
     ) -> &[i32] {
         let previous = self.holds.remove(key);
@@ -144,6 +154,8 @@ impl OrderBook {
             offsets: offsets.to_vec(),
             acked: 0,
             counts,
+            owner: owner.map(str::to_owned),
+            renewals: 0,
         };
         &self.holds.entry(key.to_owned_key()).or_insert(hold).counts
     }
@@ -181,6 +193,54 @@ impl OrderBook {
         }
         hold.invisible_time = hold.invisible_time.max(until.saturating_sub(pop_time));
         true
+    }
+
+    /// Renews the owned holds that would let go within `ahead` of `now`, for owners `alive`
+    /// says are connected: each by `step(renewals)`, for at most `max` after its pop. Returns
+    /// how many were renewed.
+    pub fn renew_owned(
+        &mut self,
+        now: i64,
+        ahead: i64,
+        max: i64,
+        step: impl Fn(u32) -> i64,
+        alive: &dyn Fn(&str) -> bool,
+    ) -> usize {
+        let mut renewed = 0;
+        for hold in self.holds.values_mut() {
+            let Some(owner) = hold.owner.as_deref() else { continue };
+            if hold.all_acked() || hold.visible_at() > now.saturating_add(ahead) || now >= hold.visible_at() {
+                continue;
+            }
+            if now.saturating_sub(hold.pop_time) >= max || !alive(owner) {
+                continue;
+            }
+            let until = now.saturating_add(step(hold.renewals)).min(hold.pop_time.saturating_add(max));
+            if until > hold.visible_at() {
+                hold.invisible_time = until.saturating_sub(hold.pop_time);
+                hold.renewals = hold.renewals.saturating_add(1);
+                renewed += 1;
+            }
+        }
+        renewed
+    }
+
+    /// The earliest time an owned hold lets go (what the renewal must come before).
+    pub fn next_owned_visible(&self) -> Option<i64> {
+        self.holds.values().filter(|h| h.owner.is_some() && !h.all_acked()).map(OrderHold::visible_at).min()
+    }
+
+    /// A client is terminating: its holds let go `release` after `now` (or when due, if
+    /// sooner) and are its no more. Returns how many.
+    pub fn release_owned(&mut self, owner: &str, now: i64, release: i64) -> usize {
+        let mut released = 0;
+        for hold in self.holds.values_mut().filter(|h| h.owner.as_deref() == Some(owner)) {
+            let soon = now.saturating_add(release).saturating_sub(hold.pop_time);
+            hold.invisible_time = hold.invisible_time.min(soon);
+            hold.owner = None;
+            released += 1;
+        }
+        released
     }
 
     pub fn get(&self, key: &QueueRef<'_>) -> Option<&OrderHold> {
@@ -228,7 +288,7 @@ mod tests {
     fn a_held_queue_blocks_others_until_acked_or_visible_again() {
         let mut book = OrderBook::default();
         assert!(!book.blocked(&key(), 0, None));
-        assert_eq!(book.hold(&key(), 1000, 500, Some("a"), &[3, 4]), &[0, 0]);
+        assert_eq!(book.hold(&key(), 1000, 500, Some("a"), None, &[3, 4]), &[0, 0]);
         assert!(book.blocked(&key(), 1200, None));
         assert!(book.blocked(&key(), 1200, Some("b")));
         assert!(!book.blocked(&key(), 1200, Some("a")));
@@ -241,9 +301,9 @@ mod tests {
     #[test]
     fn a_redelivered_message_counts_its_earlier_deliveries() {
         let mut book = OrderBook::default();
-        book.hold(&key(), 1000, 500, None, &[3, 4]);
-        assert_eq!(book.hold(&key(), 1600, 500, None, &[3, 4, 5]), &[1, 1, 0]);
-        assert_eq!(book.hold(&key(), 2200, 500, None, &[3]), &[2]);
+        book.hold(&key(), 1000, 500, None, None, &[3, 4]);
+        assert_eq!(book.hold(&key(), 1600, 500, None, None, &[3, 4, 5]), &[1, 1, 0]);
+        assert_eq!(book.hold(&key(), 2200, 500, None, None, &[3]), &[2]);
         // A handle of the earlier pop acknowledges nothing.
         assert_eq!(book.ack(&key(), 1600, 3), OrderAck::Unknown);
         assert_eq!(book.ack(&key(), 2200, 3), OrderAck::Commit { offset: 4, released: true });
