@@ -5,6 +5,9 @@
 //! [`serve`] binds the port, accepts TLS and plaintext on it ([`listener`]), and routes each
 //! RPC ([`service`]) to its handler: [`route`], [`session`], [`send`], [`receive`], [`ack`],
 //! [`transaction`]. The protobuf messages are in [`proto`].
+//!
+//! Everything that arrives here is untrusted: no unwrap, no indexing (outside tests).
+#![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod ack;
 pub mod auth;
