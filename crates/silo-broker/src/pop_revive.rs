@@ -21,8 +21,13 @@ pub async fn run(broker: Arc<Broker>, mut shutdown: tokio::sync::watch::Receiver
             _ = shutdown.changed() => return,
         }
         let now = broker.config.clock.now_ms();
-        let ahead = broker.config.pop.renew_ahead_ms;
-        if broker.pop.next_due().is_none_or(|at| at > now.saturating_add(ahead)) {
+        let revive_due = broker.pop.next_due().is_some_and(|at| at <= now);
+        let renew_due = broker.front_end().is_some()
+            && broker
+                .pop
+                .next_owned_due(now)
+                .is_some_and(|at| at <= now.saturating_add(broker.config.pop.renew_ahead_ms));
+        if !revive_due && !renew_due {
             continue;
         }
         let b = Arc::clone(&broker);

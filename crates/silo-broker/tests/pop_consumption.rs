@@ -452,7 +452,7 @@ fn an_owned_orderly_hold_is_renewed_while_its_client_is_connected() {
     assert_eq!(bodies(&first), ["1", "2"]);
     let alive = |_: &str| true;
     clock.advance(INVISIBLE - 5_000);
-    assert!(broker.pop.next_due().is_some_and(|at| at <= clock.now_ms() + 10_000));
+    assert!(broker.pop.next_owned_due(clock.now_ms()).is_some_and(|at| at <= clock.now_ms() + 10_000));
     assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &alive).unwrap(), 1);
     clock.advance(10_000);
     assert!(pop(&broker, &mut conn, &request(0, 2, true)).is_empty(), "still held past its first deadline");
@@ -465,4 +465,36 @@ fn an_owned_orderly_hold_is_renewed_while_its_client_is_connected() {
     let again = pop(&broker, &mut conn, &request(0, 2, true));
     assert_eq!(bodies(&again), ["2"]);
     assert_eq!(again[0].reconsume_times, 1);
+}
+
+/// A renewal journals the acknowledgements so far, all of them: with 32 messages in one pop and
+/// the 32nd acknowledged, a reopen after the renewal brings back only the one not acknowledged.
+#[test]
+fn a_renewed_pop_of_32_keeps_every_acknowledgement_across_a_reopen() {
+    let clock = ManualClock::new(START);
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let broker = open(dir.path(), &clock);
+        let mut conn = ConnState::default();
+        for i in 0..32 {
+            send(&broker, &mut conn, 0, &format!("m{i:02}"));
+        }
+        let got = pop(&broker, &mut conn, &PopRequest { owner: Some("slow"), ..request(0, 32, false) });
+        assert_eq!(got.len(), 32);
+        for g in got.iter().filter(|g| g.body != "m05") {
+            ack(&broker, &mut conn, g).unwrap();
+        }
+        clock.advance(INVISIBLE - 5_000);
+        assert_eq!(broker.renew_owned_pops(&mut conn, clock.now_ms(), &|_: &str| true).unwrap(), 1);
+        broker.commit_revive_progress();
+        broker.offsets.persist().unwrap();
+        broker.store.shutdown().unwrap();
+    }
+    let broker = open(dir.path(), &clock);
+    let mut conn = ConnState::default();
+    assert_eq!(broker.pop.in_flight(), (1, 1), "one checkpoint, one message not acknowledged");
+    clock.advance(120_000);
+    assert_eq!(revive(&broker, &mut conn).revived, 1);
+    let back = pop(&broker, &mut conn, &request(-1, 32, false));
+    assert_eq!(bodies(&back), ["m05"]);
 }

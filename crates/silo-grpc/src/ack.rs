@@ -44,6 +44,15 @@ fn target(handle: &str, group: &str, topic: &str) -> Result<Target, Status> {
 }
 
 impl Frontend {
+    /// Whether the record at commit-log `offset` is the message the handle names.
+    fn handle_names_record(&self, offset: i64, t: &Target) -> bool {
+        let Ok(stored) = self.broker.store.read_at(offset) else { return false };
+        let Ok(silo_wire::record::Decoded::Record(rec)) = silo_wire::record::decode_record(&stored, 0) else {
+            return false;
+        };
+        rec.topic == t.topic && rec.meta.queue_id == t.queue_id && rec.meta.queue_offset == t.offset
+    }
+
     fn ack_one(&self, group: &str, topic: &str, handle: &str) -> Result<i64, Status> {
         let t = target(handle, group, topic)?;
         let req = HandleRequest { group, topic: &t.topic, queue_id: t.queue_id, offset: t.offset, handle };
@@ -180,6 +189,18 @@ impl Frontend {
         let Some(offset) = t.commit_log_offset else {
             return answer(status(Code::InvalidReceiptHandle, "commit log offset is empty"));
         };
+        let hreq = HandleRequest {
+            group: &group,
+            topic: &t.topic,
+            queue_id: t.queue_id,
+            offset: t.offset,
+            handle: &r.receipt_handle,
+        };
+        // Only a message this group holds, and only the record the handle names: a forged or
+        // stale handle copies nothing.
+        if !self.broker.pop_pending(&hreq) || !self.handle_names_record(offset, &t) {
+            return answer(status(Code::InvalidReceiptHandle, "receipt handle is expired"));
+        }
         // Straight to the group's dead-letter queue, then the popped message is acknowledged.
         let back = SendBack { offset, group: &group, delay_level: -1, max_reconsume_times: Some(0) };
         let stored = self.with_conn(|conn| {

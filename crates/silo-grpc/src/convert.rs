@@ -120,6 +120,8 @@ pub struct Delivery<'a> {
     /// Times delivered before (the record's reconsume count, or a FIFO queue's redeliveries).
     pub reconsumed: i32,
     pub digest: DigestKind,
+    /// The most a compressed body is inflated to.
+    pub max_inflated: u64,
 }
 
 /// The body of `record`, read from `message`, as a slice of the same mapping.
@@ -145,17 +147,15 @@ fn message_type(record: &StoredRecord<'_>) -> MessageType {
     }
 }
 
-/// The most a compressed body is inflated to for a gRPC client.
-pub const MAX_INFLATED: u64 = 64 << 20;
-
 /// The GZIP stream's first two bytes.
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 
 /// The body as a gRPC client is to get it, and its encoding. A body a remoting producer stored
 /// compressed is zlib (RocketMQ's compression type 0), which the SDKs cannot read: it is
 /// inflated, as Apache's proxy inflates it. One a gRPC producer sent GZIP-encoded goes back as it
-/// came. A body that does not inflate, or would inflate past [`MAX_INFLATED`], goes as stored.
-pub fn delivered_body(record: &StoredRecord<'_>, body: Bytes) -> (Bytes, Encoding) {
+/// came. A body that does not inflate, or would inflate past `max_inflated` (the broker's
+/// `maxMessageSize`: no producer sends a larger one), goes as stored.
+pub fn delivered_body(record: &StoredRecord<'_>, body: Bytes, max_inflated: u64) -> (Bytes, Encoding) {
     const ZLIB: i32 = 0;
     if record.meta.sys_flag & sys_flag::COMPRESSED == 0 {
         return (body, Encoding::Identity);
@@ -168,9 +168,9 @@ pub fn delivered_body(record: &StoredRecord<'_>, body: Bytes) -> (Bytes, Encodin
     }
     use std::io::Read as _;
     let mut inflated = Vec::new();
-    let read = flate2::read::ZlibDecoder::new(&body[..]).take(MAX_INFLATED + 1).read_to_end(&mut inflated);
+    let read = flate2::read::ZlibDecoder::new(&body[..]).take(max_inflated + 1).read_to_end(&mut inflated);
     match read {
-        Ok(n) if (n as u64) <= MAX_INFLATED => (Bytes::from(inflated), Encoding::Identity),
+        Ok(n) if (n as u64) <= max_inflated => (Bytes::from(inflated), Encoding::Identity),
         _ => {
             tracing::debug!(offset = record.meta.physical_offset, "a compressed body does not inflate; sent as stored");
             (body, Encoding::Identity)
@@ -180,7 +180,7 @@ pub fn delivered_body(record: &StoredRecord<'_>, body: Bytes) -> (Bytes, Encodin
 
 /// `record` as the SDKs receive it, with `body` (a slice of wherever the record is).
 pub fn message(record: &StoredRecord<'_>, body: Bytes, d: Delivery<'_>) -> Message {
-    let (body, encoding) = delivered_body(record, body);
+    let (body, encoding) = delivered_body(record, body, d.max_inflated);
     let p = &record.properties;
     let user_properties: HashMap<String, String> = p
         .iter()
@@ -261,15 +261,17 @@ mod tests {
             topic: "t",
             properties: props,
         };
-        let (body, enc) = delivered_body(&rec(record_with(sys_flag::COMPRESSED)), zlib);
+        let (body, enc) = delivered_body(&rec(record_with(sys_flag::COMPRESSED)), zlib.clone(), 1 << 20);
+        // Past the cap it goes as stored.
+        assert_eq!(delivered_body(&rec(record_with(sys_flag::COMPRESSED)), zlib.clone(), 100).0, zlib);
         assert_eq!((&body[..], enc), (&plain[..], Encoding::Identity));
         let gzip = Bytes::from_static(&[0x1f, 0x8b, 8, 0, 0, 0]);
-        assert_eq!(delivered_body(&rec(record_with(sys_flag::COMPRESSED)), gzip.clone()).1, Encoding::Gzip);
+        assert_eq!(delivered_body(&rec(record_with(sys_flag::COMPRESSED)), gzip.clone(), 1 << 20).1, Encoding::Gzip);
         let broken = Bytes::from_static(b"not zlib at all");
         assert_eq!(
-            delivered_body(&rec(record_with(sys_flag::COMPRESSED)), broken.clone()),
+            delivered_body(&rec(record_with(sys_flag::COMPRESSED)), broken.clone(), 1 << 20),
             (broken, Encoding::Identity)
         );
-        assert_eq!(delivered_body(&rec(record_with(0)), gzip.clone()), (gzip, Encoding::Identity));
+        assert_eq!(delivered_body(&rec(record_with(0)), gzip.clone(), 1 << 20), (gzip, Encoding::Identity));
     }
 }

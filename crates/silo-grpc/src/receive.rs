@@ -143,7 +143,7 @@ impl Drop for Responses {
         let Some(u) = self.undelivered.take() else { return };
         for (topic, queue_id, offset, handle) in &u.messages {
             let req = HandleRequest { group: &u.group, topic, queue_id: *queue_id, offset: *offset, handle };
-            if let Err(e) = u.frontend.with_conn(|conn| u.frontend.broker.change_invisible(conn, &req, GIVE_BACK_MS)) {
+            if let Err(e) = u.frontend.with_conn(|conn| u.frontend.broker.give_back(conn, &req, GIVE_BACK_MS)) {
                 tracing::debug!(error = %e, offset, "giving back an undelivered message failed; it comes back when due");
             }
         }
@@ -272,17 +272,20 @@ impl Frontend {
             self.broker.pop_wait(&pop, left).await;
         };
         drop(parked);
+        if popped.messages.is_empty() {
+            return Ok(Response::new(one(status(Code::MessageNotFound, "no new message"))));
+        }
+        // Built before the durability wait: if the client goes away during it, dropping the
+        // answer gives its messages back.
+        let digest = convert::DigestKind::for_language(&caller.language);
+        let answer = self.deliveries(&popped, &group.name, &topic, order, digest);
         if popped.journal_end > 0
             && self.broker.store.flush_mode().is_sync()
             && let Err(e) = self.broker.store.durable(popped.journal_end).await
         {
             tracing::warn!(error = %e, "pop journal not known to be durable");
         }
-        if popped.messages.is_empty() {
-            return Ok(Response::new(one(status(Code::MessageNotFound, "no new message"))));
-        }
-        let digest = convert::DigestKind::for_language(&caller.language);
-        Ok(Response::new(self.deliveries(&popped, &group.name, &topic, order, digest)))
+        Ok(Response::new(answer))
     }
 
     /// The stream of one found pop: the status, then each message with its handle.
@@ -325,7 +328,13 @@ impl Frontend {
             } else {
                 rec.meta.reconsume_times
             };
-            let delivery = Delivery { topic, receipt_handle: Some(handle.clone()), reconsumed, digest };
+            let delivery = Delivery {
+                topic,
+                receipt_handle: Some(handle.clone()),
+                reconsumed,
+                digest,
+                max_inflated: self.broker.config.max_message_size as u64,
+            };
             let message = convert::message(&rec, convert::body_of(m, &rec), delivery);
             items.push_back(Ok(ReceiveMessageResponse { content: Some(Content::Message(Box::new(message))) }));
             undelivered.push_back((rec.topic.to_owned(), queue_id, rec.meta.queue_offset, handle.clone()));

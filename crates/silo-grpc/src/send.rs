@@ -236,6 +236,10 @@ impl Frontend {
         push(&mut props, keys::UNIQ_KEY, &sp.message_id);
         let mut flag = 0;
         if sp.body_encoding() == Encoding::Gzip {
+            // Only a GZIP stream is stored as one (its consumers inflate what they get).
+            if !m.body.starts_with(&[0x1f, 0x8b]) {
+                return Err(status(Code::MessageCorrupted, "the body is marked GZIP but is no GZIP stream"));
+            }
             flag |= sys_flag::COMPRESSED;
         }
         if transactional {

@@ -56,12 +56,22 @@ where
     }
 }
 
-fn grpc<Resp, Req>(frontend: &Frontend) -> Grpc<ProstCodec<Resp, Req>>
+/// The largest request of any method but SendMessage: names, handles and settings, never
+/// bodies. (The decoder reserves a message's declared length before reading it, so each method
+/// takes no more than it can need.)
+pub const MAX_CONTROL_MESSAGE: usize = 4 << 20;
+
+fn grpc<Resp, Req>(frontend: &Frontend, path: &str) -> Grpc<ProstCodec<Resp, Req>>
 where
     Resp: prost::Message + Send + 'static,
     Req: prost::Message + Default + Send + 'static,
 {
-    Grpc::new(ProstCodec::default()).max_decoding_message_size(frontend.config.max_inbound_message_size)
+    let limit = if path == method::SEND_MESSAGE {
+        frontend.config.max_inbound_message_size
+    } else {
+        MAX_CONTROL_MESSAGE.min(frontend.config.max_inbound_message_size)
+    };
+    Grpc::new(ProstCodec::default()).max_decoding_message_size(limit)
 }
 
 /// tonic refuses a request longer than the inbound limit with OUT_OF_RANGE; grpc-java, and so
@@ -82,8 +92,9 @@ fn as_grpc_java_answers(mut response: http::Response<Body>) -> http::Response<Bo
 macro_rules! unary {
     ($fe:expr, $req:expr, $handler:ident) => {{
         let fe = Arc::clone(&$fe);
+        let path = $req.uri().path().to_owned();
         Box::pin(async move {
-            let mut g = grpc(&fe);
+            let mut g = grpc(&fe, &path);
             let svc = Handler(move |r| {
                 let fe = Arc::clone(&fe);
                 async move { fe.$handler(r).await }
@@ -121,7 +132,7 @@ where
             method::RECEIVE_MESSAGE => {
                 let fe = Arc::clone(fe);
                 Box::pin(async move {
-                    let mut g = grpc(&fe);
+                    let mut g = grpc(&fe, method::RECEIVE_MESSAGE);
                     let svc = Handler(move |r| {
                         let fe = Arc::clone(&fe);
                         async move { fe.receive_message(r).await }
@@ -132,7 +143,7 @@ where
             method::TELEMETRY => {
                 let fe = Arc::clone(fe);
                 Box::pin(async move {
-                    let mut g = grpc(&fe);
+                    let mut g = grpc(&fe, method::TELEMETRY);
                     let svc = Handler(move |r: Request<Streaming<proto::TelemetryCommand>>| {
                         let fe = Arc::clone(&fe);
                         async move { fe.telemetry(r).await }

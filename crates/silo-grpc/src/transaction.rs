@@ -86,7 +86,13 @@ impl Frontend {
         let message = convert::message(
             &rec,
             body,
-            Delivery { topic: &topic, receipt_handle: None, reconsumed: 0, digest: convert::DigestKind::Md5 },
+            Delivery {
+                topic: &topic,
+                receipt_handle: None,
+                reconsumed: 0,
+                digest: convert::DigestKind::Md5,
+                max_inflated: self.broker.config.max_message_size as u64,
+            },
         );
         let transaction_id = offset_msg_id(self.broker.config.broker_addr(), check.commit_log_offset).to_string();
         let cmd = TelemetryCommand {

@@ -124,6 +124,8 @@ pub struct PopBook {
     held: usize,
     /// Group and topic names, shared by the keys that name them.
     names: hashbrown::HashSet<Arc<str>, RandomState>,
+    /// Checkpoints with an owner.
+    owned: usize,
 }
 
 impl PopBook {
@@ -154,8 +156,16 @@ impl PopBook {
         // A new pop is the broker's "now": what completed before it and is visible since can go.
         self.forget_completed(key.pop_time);
         if self.checkpoints.contains_key(&key) {
-            self.update(key, ck);
+            self.update(&key, ck);
             return;
+        }
+        // A later record of a checkpoint already finished (a renewal journaled just before its
+        // last ack): it stays finished.
+        if self.completed.contains_key(&key) {
+            return;
+        }
+        if ck.owner.is_some() {
+            self.owned = self.owned.saturating_add(1);
         }
         self.held = self.held.saturating_add(ck.unacked().count());
         self.due.insert((ck.visible_at(&key), key.clone()));
@@ -164,32 +174,53 @@ impl PopBook {
     }
 
     /// A later record of a checkpoint the book holds (a renewal, or its release): its invisible
-    /// time, journal position, owner and renewals replace the held ones; acknowledged bits add.
-    fn update(&mut self, key: CheckpointKey, ck: Checkpoint) {
-        let Some(held) = self.checkpoints.get(&key) else { return };
-        let (old_at, old_qid, old_offset) = (held.visible_at(&key), held.revive_qid, held.revive_offset);
+    /// time, owner and renewals replace the held ones; acknowledged bits add. The checkpoint
+    /// keeps its first journal position: the journal's progress may not pass it, so a replay
+    /// always starts at or before the first record and reads every ack written since.
+    fn update(&mut self, key: &CheckpointKey, ck: Checkpoint) {
+        let Some(held) = self.checkpoints.get(key) else { return };
+        let old_at = held.visible_at(key);
         self.due.remove(&(old_at, key.clone()));
-        if let Some(q) = self.live.get_mut(&old_qid) {
-            q.remove(&old_offset);
-            if q.is_empty() {
-                self.live.remove(&old_qid);
-            }
-        }
-        self.due.insert((ck.visible_at(&key), key.clone()));
-        self.live.entry(ck.revive_qid).or_default().insert(ck.revive_offset, key.clone());
-        let Some(held) = self.checkpoints.get_mut(&key) else { return };
+        self.due.insert((ck.visible_at(key), key.clone()));
+        let owned_before = held.owner.is_some();
+        let Some(held) = self.checkpoints.get_mut(key) else { return };
         let newly_acked = (ck.acked & !held.acked).count_ones() as usize;
         held.acked |= ck.acked;
         held.invisible_time = ck.invisible_time;
-        held.revive_qid = ck.revive_qid;
-        held.revive_offset = ck.revive_offset;
         held.owner = ck.owner;
         held.renewals = ck.renewals;
+        let owned_after = held.owner.is_some();
         self.held = self.held.saturating_sub(newly_acked);
+        match (owned_before, owned_after) {
+            (false, true) => self.owned = self.owned.saturating_add(1),
+            (true, false) => self.owned = self.owned.saturating_sub(1),
+            _ => {}
+        }
+        let all = self.checkpoints.get(key).is_some_and(Checkpoint::all_acked);
+        if all && let Some((owned, done)) = self.remove(&key.as_ref()) {
+            let at = done.visible_at(&owned);
+            self.completed_by_time.insert((at, owned.clone()));
+            self.completed.insert(owned, done);
+        }
+    }
+
+    /// [`Self::update`] if the book still holds the checkpoint; nothing otherwise.
+    pub fn update_if_held(&mut self, key: &CheckpointKey, ck: Checkpoint) {
+        if self.checkpoints.contains_key(key) {
+            self.update(key, ck);
+        }
+    }
+
+    /// Whether any checkpoint has an owner (renewal has work to do).
+    pub fn has_owned(&self) -> bool {
+        self.owned > 0
     }
 
     /// The owned checkpoints that come due by `until`, earliest first: what the broker renews.
     pub fn renewable(&self, until: i64) -> Vec<(CheckpointKey, Checkpoint)> {
+        if self.owned == 0 {
+            return Vec::new();
+        }
         self.due
             .iter()
             .take_while(|(at, _)| *at <= until)
@@ -201,6 +232,9 @@ impl PopBook {
 
     /// The checkpoints `owner` holds.
     pub fn owned_by(&self, owner: &str) -> Vec<(CheckpointKey, Checkpoint)> {
+        if self.owned == 0 {
+            return Vec::new();
+        }
         self.checkpoints
             .iter()
             .filter(|(_, ck)| ck.owner.as_deref() == Some(owner))
@@ -258,6 +292,9 @@ impl PopBook {
     pub fn remove(&mut self, key: &KeyRef<'_>) -> Option<(CheckpointKey, Checkpoint)> {
         let (key, ck) = self.checkpoints.remove_entry(key)?;
         self.held = self.held.saturating_sub(ck.unacked().count());
+        if ck.owner.is_some() {
+            self.owned = self.owned.saturating_sub(1);
+        }
         let due = (ck.visible_at(&key), key);
         self.due.remove(&due);
         let key = due.1;

@@ -164,10 +164,20 @@ impl PopState {
     }
 
     /// When the next checkpoint comes due.
-    /// The earliest time a checkpoint comes due or an owned orderly hold lets go.
+    /// The earliest time a checkpoint comes due.
     pub fn next_due(&self) -> Option<i64> {
-        let ck = self.book().next_due();
-        let hold = self.order().next_owned_visible();
+        self.book().next_due()
+    }
+
+    /// The earliest time something the broker renews for a client would lapse (an owned
+    /// checkpoint, or an owned orderly hold not lapsed at `now`); `None` when nothing is owned,
+    /// so that a broker without gRPC push consumers does no renewal work.
+    pub fn next_owned_due(&self, now: i64) -> Option<i64> {
+        let ck = {
+            let book = self.book();
+            if book.has_owned() { book.next_due() } else { None }
+        };
+        let hold = self.order().next_owned_visible(now);
         match (ck, hold) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -843,7 +853,8 @@ impl Broker {
             start_offset: key.start_offset,
             pop_time: key.pop_time,
             invisible_time,
-            bit_map: i32::try_from(ck.acked & u64::from(u32::MAX)).unwrap_or(0),
+            // All 32 bits as the record keeps them (the inverse of reading it back).
+            bit_map: ck.acked as u32 as i32,
             num: u8::try_from(ck.offsets.len()).unwrap_or(u8::MAX),
             queue_id: key.queue_id,
             topic: &key.topic,
@@ -865,7 +876,10 @@ impl Broker {
             owner,
             renewals,
         };
-        self.pop.book().insert(key.clone(), renewed);
+        // Only while the book still holds it: an ack, a revive or a give-back may have finished
+        // it meanwhile, and a renewal must not bring it back (on replay, a completed checkpoint
+        // ignores later records of its name).
+        self.pop.book().update_if_held(key, renewed);
         Ok(())
     }
 
@@ -918,6 +932,33 @@ impl Broker {
         }
         released += self.pop.order().release_owned(owner, now, self.config.pop.release_ms);
         Ok(released)
+    }
+
+    /// Whether the handle names a popped message of this group that is still out (neither
+    /// acknowledged nor handed out again).
+    pub fn pop_pending(&self, req: &HandleRequest<'_>) -> bool {
+        let Ok(h) = self.handle(req) else { return false };
+        if h.is_order() {
+            let key = QueueRef { topic: req.topic, group: req.group, queue_id: req.queue_id };
+            let order = self.pop.order();
+            return order
+                .get(&key)
+                .is_some_and(|hold| hold.pop_time == h.pop_time && hold.offsets.contains(&req.offset));
+        }
+        self.pop.book().lookup(&key_ref(req, &h), req.offset) == AckLookup::Pending
+    }
+
+    /// A popped message never reached its client (the stream went first): it becomes visible
+    /// `ms` from now and is no longer renewed for the client.
+    pub fn give_back(&self, conn: &mut ConnState, req: &HandleRequest<'_>, ms: i64) -> Result<(), BrokerError> {
+        let h = self.handle(req)?;
+        if h.is_order() {
+            let key = QueueRef { topic: req.topic, group: req.group, queue_id: req.queue_id };
+            let until = self.config.clock.now_ms().saturating_add(ms);
+            self.pop.order().give_back(&key, h.pop_time, req.offset, until);
+            return Ok(());
+        }
+        self.change_invisible(conn, req, ms).map(|_| ())
     }
 
     /// Whether a pop like `req` would find something now (NOTIFICATION).

@@ -225,9 +225,26 @@ impl OrderBook {
         renewed
     }
 
-    /// The earliest time an owned hold lets go (what the renewal must come before).
-    pub fn next_owned_visible(&self) -> Option<i64> {
-        self.holds.values().filter(|h| h.owner.is_some() && !h.all_acked()).map(OrderHold::visible_at).min()
+    /// A hold's messages were never handed on (the client went away first): the hold lets go
+    /// by `until` and is its owner's no more. Returns whether the hold was that pop's.
+    pub fn give_back(&mut self, key: &QueueRef<'_>, pop_time: i64, offset: i64, until: i64) -> bool {
+        let Some(hold) = self.holds.get_mut(key) else { return false };
+        if hold.pop_time != pop_time || !hold.offsets.contains(&offset) {
+            return false;
+        }
+        hold.invisible_time = hold.invisible_time.min(until.saturating_sub(pop_time));
+        hold.owner = None;
+        true
+    }
+
+    /// The earliest time an owned hold not lapsed at `now` lets go (what the renewal must come
+    /// before).
+    pub fn next_owned_visible(&self, now: i64) -> Option<i64> {
+        self.holds
+            .values()
+            .filter(|h| h.owner.is_some() && !h.all_acked() && h.visible_at() > now)
+            .map(OrderHold::visible_at)
+            .min()
     }
 
     /// A client is terminating: its holds let go `release` after `now` (or when due, if
