@@ -216,16 +216,16 @@ impl Frontend {
                 return Ok(Response::new(ReceiverStream::new(rx)));
             }
         };
-        let stream_id = self.clients.open_stream(&caller.client_id, tx.clone());
+        // The registry holds the stream's only sender: when it lets the stream go (the client
+        // terminated, or opened too many), the answer stream ends. The reader below answers
+        // through a weak one.
+        let weak = tx.downgrade();
+        let stream_id = self.clients.open_stream(&caller.client_id, tx);
         let mut inbound = req.into_inner();
         let fe = Arc::clone(self);
         tokio::spawn(async move {
             loop {
-                let next = tokio::select! {
-                    n = inbound.next() => n,
-                    // The broker dropped the stream (terminated client, too many streams).
-                    _ = tx.closed() => break,
-                };
+                let next = inbound.next().await;
                 let cmd = match next {
                     Some(Ok(cmd)) => cmd,
                     Some(Err(e)) => {
@@ -238,6 +238,7 @@ impl Frontend {
                 // Answers to the broker's own commands (nothing waits for them yet), and commands
                 // a client has no business sending, are ignored, as the proxy ignores them.
                 let Some(Command::Settings(s)) = cmd.command else { continue };
+                let Some(tx) = weak.upgrade() else { break };
                 if let Err(refused) = fe.check_settings(&s) {
                     let _ = tx.send(Err(refused)).await;
                     break;

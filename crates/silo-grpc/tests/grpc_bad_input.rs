@@ -89,8 +89,12 @@ async fn malformed_and_oversized_requests_are_refused_and_nothing_acknowledged_i
 
     // The same connection goes on serving, and the message acknowledged before is there, once.
     assert_eq!(send(&mut c, &meta, TOPIC, "kept-2", b"kept2").await, code(Code::Ok));
-    let (status, got) = receive(&mut c, &meta, GROUP, TOPIC, Duration::from_secs(5), false).await;
-    assert_eq!(status, code(Code::Ok));
+    // (A receive returns what is dispatched already: the second may come with a second one.)
+    let mut got = Vec::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while got.len() < 2 && std::time::Instant::now() < deadline {
+        got.extend(receive(&mut c, &meta, GROUP, TOPIC, Duration::from_secs(5), false).await.1);
+    }
     let mut ids: Vec<String> = got.iter().map(|m| m.system_properties.as_ref().unwrap().message_id.clone()).collect();
     ids.sort();
     assert_eq!(ids, ["kept-1", "kept-2"]);

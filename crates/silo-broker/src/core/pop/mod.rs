@@ -930,7 +930,12 @@ impl Broker {
             self.rejournal(conn, &key, &ck, soon.min(ck.invisible_time), None, ck.renewals)?;
             released += 1;
         }
-        released += self.pop.order().release_owned(owner, now, self.config.pop.release_ms);
+        let holds = self.pop.order().release_owned(owner, now, self.config.pop.release_ms);
+        if holds > 0 {
+            // Parked orderly pops wait for a hold to let go; this one does sooner.
+            self.pop.released.notify_waiters();
+        }
+        released += holds;
         Ok(released)
     }
 
