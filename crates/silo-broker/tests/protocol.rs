@@ -617,7 +617,9 @@ async fn pops_park_until_a_message_arrives_and_bad_acks_get_javas_codes() {
     assert_eq!(r.header.code, rs::POLLING_TIMEOUT);
     assert!(r.header.remark.as_deref().is_some_and(|m| m.contains("timeout too much")));
 
-    let r = c.call(rq::POP_MESSAGE, &pop_header("Popped", 32, 0, None), &[], SerializeType::Json).await;
+    // (A send is answered once stored; its message reaches the queue an instant later: a pop
+    // that may wait a little finds it however fast it comes.)
+    let r = c.call(rq::POP_MESSAGE, &pop_header("Popped", 32, 5_000, Some(now_ms())), &[], SerializeType::Json).await;
     assert_eq!((r.header.code, r.header.remark.as_deref()), (rs::SUCCESS, Some("FOUND")));
     assert_eq!(records(&r.body), ["first"]);
     let h = PopMessageResponseHeader::read_ext_fields(&r.header.ext_fields).unwrap();
