@@ -28,6 +28,13 @@ struct Target {
     start_offset: i64,
 }
 
+impl Target {
+    /// The core's request for this handle.
+    fn request<'a>(&'a self, group: &'a str, handle: &'a str) -> HandleRequest<'a> {
+        HandleRequest { group, topic: &self.topic, queue_id: self.queue_id, offset: self.offset, handle }
+    }
+}
+
 fn target(handle: &str, group: &str, topic: &str) -> Result<Target, Status> {
     let h = ReceiptHandle::parse(handle).map_err(|e| status(Code::InvalidReceiptHandle, e.to_string()))?;
     let Some(offset) = h.queue_offset else {
@@ -55,7 +62,7 @@ impl Frontend {
 
     fn ack_one(&self, group: &str, topic: &str, handle: &str) -> Result<i64, Status> {
         let t = target(handle, group, topic)?;
-        let req = HandleRequest { group, topic: &t.topic, queue_id: t.queue_id, offset: t.offset, handle };
+        let req = t.request(group, handle);
         self.with_conn(|conn| self.broker.ack(conn, &req)).map_err(|e| error_status(&e))
     }
 
@@ -135,13 +142,7 @@ impl Frontend {
             Ok(t) => t,
             Err(s) => return answer(s, String::new()),
         };
-        let hreq = HandleRequest {
-            group: &group,
-            topic: &t.topic,
-            queue_id: t.queue_id,
-            offset: t.offset,
-            handle: &r.receipt_handle,
-        };
+        let hreq = t.request(&group, &r.receipt_handle);
         let renewed = match self.with_conn(|conn| self.broker.change_invisible(conn, &hreq, invisible_ms)) {
             Ok(x) => x,
             Err(e) => return answer(error_status(&e), String::new()),
@@ -189,13 +190,7 @@ impl Frontend {
         let Some(offset) = t.commit_log_offset else {
             return answer(status(Code::InvalidReceiptHandle, "commit log offset is empty"));
         };
-        let hreq = HandleRequest {
-            group: &group,
-            topic: &t.topic,
-            queue_id: t.queue_id,
-            offset: t.offset,
-            handle: &r.receipt_handle,
-        };
+        let hreq = t.request(&group, &r.receipt_handle);
         // Only a message this group holds, and only the record the handle names: a forged or
         // stale handle copies nothing.
         if !self.broker.pop_pending(&hreq) || !self.handle_names_record(offset, &t) {
@@ -205,13 +200,6 @@ impl Frontend {
         let back = SendBack { offset, group: &group, delay_level: -1, max_reconsume_times: Some(0) };
         let stored = self.with_conn(|conn| {
             self.broker.send_back(conn, &back)?;
-            let hreq = HandleRequest {
-                group: &group,
-                topic: &t.topic,
-                queue_id: t.queue_id,
-                offset: t.offset,
-                handle: &r.receipt_handle,
-            };
             self.broker.ack(conn, &hreq)
         });
         match stored {
