@@ -81,8 +81,9 @@ if [ -z "$namesrv_port" ] || [ -z "$broker_port" ]; then
     pick_ports
 fi
 # transactions: checks every 2 s of half messages 2 s old, op records written within 100 ms (see
-# Transactions.java), up to 60 checks while the producer is away during the broker restart.
-printf 'enablePropertyFilter=true\ntransactionCheckInterval=2000\ntransactionTimeOut=2000\ntransactionOpBatchInterval=100\ntransactionCheckMax=60\n' \
+# Transactions.java), up to 60 checks while the producer is away during the broker restart. timers:
+# recalls one message (recallMessageEnable is off by default in Java).
+printf 'enablePropertyFilter=true\ntransactionCheckInterval=2000\ntransactionTimeOut=2000\ntransactionOpBatchInterval=100\ntransactionCheckMax=60\nrecallMessageEnable=true\n' \
     >"$dir/broker-extra.conf"
 bash "$here/rocketmq-server.sh" start "$dir" --namesrv-port "$namesrv_port" --broker-port "$broker_port" \
     --broker-conf-extra "$dir/broker-extra.conf" >&2

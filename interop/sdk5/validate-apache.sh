@@ -10,7 +10,8 @@
 # default a new temporary one, removed at the end unless --keep). Each suite's stderr goes to
 # DIR/LANG.err. Exit status 0 only if no scenario failed.
 #
-# The broker checks transactions every 2 s, 2 s after their send, up to 60 times, and writes its op
+# The broker takes recalls (recallMessageEnable, off by default in Java) and checks transactions
+# every 2 s, 2 s after their send, up to 60 times, and writes its op
 # records every 500 ms (transactionOpBatchInterval: with Apache's 3 s the checks of a 2 s interval
 # find transactions already ended and commit them again); the suites' orphaned transactions are
 # recovered within seconds.
@@ -67,7 +68,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-printf 'transactionCheckInterval=2000\ntransactionTimeOut=2000\ntransactionCheckMax=60\ntransactionOpBatchInterval=500\n' \
+printf 'transactionCheckInterval=2000\ntransactionTimeOut=2000\ntransactionCheckMax=60\ntransactionOpBatchInterval=500\nrecallMessageEnable=true\n' \
     >"$dir/broker.conf"
 bash "$repo/interop/java-client/rocketmq-server.sh" start "$dir/srv" --namesrv-port "$namesrv" \
     --broker-port "$broker" --broker-conf-extra "$dir/broker.conf" >&2

@@ -50,8 +50,14 @@ pub struct BrokerConfig {
     pub transaction: crate::core::transaction::TransactionConfig,
     /// `timerWheelEnable`, `timerPrecisionMs`, `timerMaxDelaySec`.
     pub timers: crate::core::send::TimerPolicy,
+    /// `recallMessageEnable`: RECALL_MESSAGE may cancel timer messages. Off by default, as in
+    /// Java (the send answers carry recall handles either way).
+    pub recall_message_enable: bool,
     /// `mappedFileSizeTimerLog`: bytes per timer-log file (100 MiB).
     pub timer_log_file_size: usize,
+    /// `timerRollWindowSlots`: timers further away than this many slots (two days of seconds)
+    /// are rolled, re-enqueued on the way.
+    pub timer_roll_window_slots: i64,
     /// `reviveQueueNum`, `popFromRetryProbability`, `popPollingSize`.
     pub pop: crate::core::pop::PopConfig,
     /// The gRPC endpoint (`grpcServerPort`, `tls.server.*`), served by the `silo-grpc` front end.
@@ -96,7 +102,9 @@ impl Default for BrokerConfig {
             server_socket_backlog: 1024,
             transaction: crate::core::transaction::TransactionConfig::default(),
             timers: crate::core::send::TimerPolicy::default(),
+            recall_message_enable: false,
             timer_log_file_size: silo_store::timer::DEFAULT_TIMER_LOG_FILE_SIZE,
+            timer_roll_window_slots: silo_store::timer::DEFAULT_ROLL_WINDOW_SLOTS,
             pop: crate::core::pop::PopConfig::default(),
             grpc: GrpcSettings::default(),
             auth: AuthSettings::default(),
@@ -270,6 +278,7 @@ impl BrokerConfig {
             "regionId" => self.region_id = v.into(),
             "traceTopicEnable" => self.trace_topic_enable = parse_bool(v)?,
             "traceOn" => self.trace_on = parse_bool(v)?,
+            "recallMessageEnable" => self.recall_message_enable = parse_bool(v)?,
             "registerNameServerPeriod" => self.register_name_server_period = Duration::from_millis(num(v)?),
             "serverSocketBacklog" => {
                 self.server_socket_backlog = u32::try_from(num(v)?).map_err(|e| e.to_string())?.max(1)
@@ -281,6 +290,9 @@ impl BrokerConfig {
             }
             "rejectTransactionMessage" => self.transaction.reject = parse_bool(v)?,
             "mappedFileSizeTimerLog" => self.timer_log_file_size = num(v)? as usize,
+            "timerRollWindowSlots" => {
+                self.timer_roll_window_slots = i64::try_from(num(v)?).map_err(|e| e.to_string())?
+            }
             "reviveQueueNum" => {
                 self.pop.revive_queue_num = i32::try_from(num(v)?.clamp(1, 64)).map_err(|e| e.to_string())?;
             }

@@ -45,6 +45,9 @@ pub struct TimerService {
     last_checkpoint: Instant,
     /// End offset of the last message fired, for the durability wait before a checkpoint.
     fired_end: Option<i64>,
+    /// The delete keys of the slot being fired, and a buffer to build a message's key in.
+    recalled: std::collections::HashSet<String>,
+    key: String,
     /// After a crash: the commit-log offset of the last timer message the recovered log
     /// holds; messages of the timer topic up to it are not enqueued again.
     enqueued_through: Option<i64>,
@@ -56,6 +59,8 @@ pub struct Round {
     pub enqueued: usize,
     pub fired: usize,
     pub rolled: usize,
+    /// Timers not delivered because a delete marker in their slot recalled them.
+    pub recalled: usize,
 }
 
 /// The timer files' settings for this broker.
@@ -63,6 +68,7 @@ pub fn timer_config(broker: &Broker) -> TimerConfig {
     TimerConfig {
         precision_ms: broker.config.timers.precision_ms,
         timer_log_file_size: broker.config.timer_log_file_size,
+        roll_window_slots: broker.config.timer_roll_window_slots,
         clock: broker.config.clock.clone(),
         ..TimerConfig::default()
     }
@@ -91,6 +97,8 @@ impl TimerService {
             appender: Appender::new(),
             props: String::new(),
             entries: Vec::new(),
+            recalled: std::collections::HashSet::new(),
+            key: String::new(),
             last_checkpoint: Instant::now(),
             fired_end: None,
         })
@@ -186,6 +194,21 @@ impl TimerService {
         while let Some(slot) = self.store.due_slot() {
             let mut entries = std::mem::take(&mut self.entries);
             self.store.slot_entries(slot, &mut entries)?;
+            // A slot's delete markers first (Java's order): the messages they name are not
+            // delivered, whichever came first into the slot.
+            self.recalled.clear();
+            for e in entries.iter().filter(|e| e.is_delete()) {
+                let Ok(stored) = broker.store.read_at(e.offset_py) else { continue };
+                let Ok(Decoded::Record(rec)) = decode_record(&stored, 0) else { continue };
+                let real_due = rec.properties.get(keys::TIMER_OUT_MS).and_then(|v| v.parse::<i64>().ok());
+                if e.is_roll() && real_due.is_some_and(|due| due > e.slot_time_ms) {
+                    // A marker for a far timer travels with it, roll by roll.
+                    self.roll(broker, &rec)?;
+                    round.rolled += 1;
+                } else if let Some(key) = rec.properties.get(keys::TIMER_DEL_UNIQKEY) {
+                    self.recalled.insert(key.to_owned());
+                }
+            }
             for e in &entries {
                 if e.is_delete() {
                     continue;
@@ -195,6 +218,10 @@ impl TimerService {
                     continue;
                 };
                 let Ok(Decoded::Record(rec)) = decode_record(&stored, 0) else { continue };
+                if !self.recalled.is_empty() && self.is_recalled(&rec) {
+                    round.recalled += 1;
+                    continue;
+                }
                 let real_due = rec.properties.get(keys::TIMER_OUT_MS).and_then(|v| v.parse::<i64>().ok());
                 if e.is_roll() && real_due.is_some_and(|due| due > e.slot_time_ms) {
                     self.roll(broker, &rec)?;
@@ -218,6 +245,17 @@ impl TimerService {
             self.store.record_read_progress()?;
         }
         Ok(())
+    }
+
+    /// Whether one of the slot's delete markers names `rec` (`REAL_TOPIC+UNIQ_KEY`).
+    fn is_recalled(&mut self, rec: &StoredRecord<'_>) -> bool {
+        let (Some(topic), Some(key)) = (rec.properties.get(keys::REAL_TOPIC), rec.properties.get(keys::UNIQ_KEY))
+        else {
+            return false;
+        };
+        self.key.clear();
+        let _ = write!(self.key, "{topic}+{key}");
+        self.recalled.contains(self.key.as_str())
     }
 
     /// Stores a due timer message under its real topic and queue.

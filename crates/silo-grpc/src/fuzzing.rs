@@ -9,7 +9,7 @@ use silo_wire::pop::ReceiptHandle;
 use crate::proto;
 
 /// The methods, in the order the selector byte picks them.
-pub const METHODS: [&str; 11] = [
+pub const METHODS: [&str; 12] = [
     proto::method::QUERY_ROUTE,
     proto::method::HEARTBEAT,
     proto::method::SEND_MESSAGE,
@@ -21,6 +21,7 @@ pub const METHODS: [&str; 11] = [
     proto::method::TELEMETRY,
     proto::method::NOTIFY_CLIENT_TERMINATION,
     proto::method::CHANGE_INVISIBLE_DURATION,
+    proto::method::RECALL_MESSAGE,
 ];
 
 /// The gRPC frames of a body, as the server's decoder takes them: a compression flag, a
@@ -115,9 +116,20 @@ pub fn decode_request(data: &[u8]) {
             9 => {
                 let _ = proto::NotifyClientTerminationRequest::decode(frame);
             }
-            _ => {
+            10 => {
                 if let Ok(r) = proto::ChangeInvisibleDurationRequest::decode(frame) {
                     handle(&r.receipt_handle);
+                }
+            }
+            _ => {
+                if let Ok(r) = proto::RecallMessageRequest::decode(frame) {
+                    names(r.topic.as_ref());
+                    if let Ok(h) = silo_broker::core::recall::decode_handle(&r.recall_handle) {
+                        let again =
+                            silo_broker::core::recall::encode_handle(&h.topic, &h.broker_name, 0, &h.message_id);
+                        let back = silo_broker::core::recall::decode_handle(&again);
+                        assert!(back.is_ok_and(|b| b.topic == h.topic && b.message_id == h.message_id));
+                    }
                 }
             }
         }

@@ -17,6 +17,7 @@ pub mod frontend;
 pub mod fuzzing;
 pub mod listener;
 pub mod proto;
+pub mod recall;
 pub mod receive;
 pub mod route;
 pub mod send;

@@ -63,7 +63,7 @@ fn type_of(props: &str) -> MessageType {
     }
 }
 
-fn type_name(t: MessageType) -> &'static str {
+pub(crate) fn type_name(t: MessageType) -> &'static str {
     match t {
         MessageType::Fifo => "FIFO",
         MessageType::Delay => "DELAY",
@@ -74,7 +74,7 @@ fn type_name(t: MessageType) -> &'static str {
 }
 
 /// The topic's `message.type`, as the check names it.
-fn topic_type_name(accepted: &[i32]) -> &'static str {
+pub(crate) fn topic_type_name(accepted: &[i32]) -> &'static str {
     match accepted {
         [one] => type_name(MessageType::try_from(*one).unwrap_or(MessageType::Unspecified)),
         [] => "UNSPECIFIED",
@@ -298,7 +298,9 @@ impl Frontend {
     }
 
     /// Stores one prepared message; the entry that answers it and the end offset to wait for.
-    fn send_one(&self, m: &Message, p: &Prepared, remote: SocketAddr) -> (SendResultEntry, Option<i64>) {
+    /// `single`: the request sends this message alone (only then is there a recall handle: the
+    /// proxy sends several as one batch, which gets none).
+    fn send_one(&self, m: &Message, p: &Prepared, remote: SocketAddr, single: bool) -> (SendResultEntry, Option<i64>) {
         let message_id = m.system_properties.as_ref().map(|s| s.message_id.clone()).unwrap_or_default();
         let topic = m.topic.as_ref().map(|t| t.name.as_str()).unwrap_or("");
         let mut req = SendRequest {
@@ -326,12 +328,17 @@ impl Frontend {
                 } else {
                     String::new()
                 };
+                let recall_handle = if single {
+                    self.broker.recall_handle(&req, &plan, &sent).unwrap_or_default()
+                } else {
+                    String::new()
+                };
                 let entry = SendResultEntry {
                     status: Some(ok()),
                     message_id,
                     transaction_id,
                     offset: sent.append.queue_offset,
-                    recall_handle: String::new(),
+                    recall_handle,
                 };
                 (entry, plan.wait_durable.then_some(sent.append.end_offset))
             }
@@ -366,7 +373,7 @@ impl Frontend {
         let mut entries = Vec::with_capacity(r.messages.len());
         let mut wait = None;
         for (m, p) in r.messages.iter().zip(&prepared) {
-            let (entry, end) = self.send_one(m, p, caller.remote);
+            let (entry, end) = self.send_one(m, p, caller.remote, r.messages.len() == 1);
             entries.push(entry);
             wait = wait.max(end);
         }

@@ -127,6 +127,7 @@ where
             method::ACK_MESSAGE => unary!(fe, req, ack_message),
             method::FORWARD_MESSAGE_TO_DEAD_LETTER_QUEUE => unary!(fe, req, forward_to_dead_letter_queue),
             method::END_TRANSACTION => unary!(fe, req, end_transaction),
+            method::RECALL_MESSAGE => unary!(fe, req, recall_message),
             method::NOTIFY_CLIENT_TERMINATION => unary!(fe, req, notify_client_termination),
             method::CHANGE_INVISIBLE_DURATION => unary!(fe, req, change_invisible_duration),
             method::RECEIVE_MESSAGE => {

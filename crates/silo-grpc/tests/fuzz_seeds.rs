@@ -126,6 +126,11 @@ fn write_seeds() {
             suspend: None,
         }
         .encode_to_vec(),
+        proto::RecallMessageRequest {
+            topic: resource("Orders"),
+            recall_handle: silo_broker::core::recall::encode_handle("Orders", "broker-a", 1_764_600_001_001, "m"),
+        }
+        .encode_to_vec(),
     ];
     std::fs::create_dir_all(seeds()).unwrap();
     for (i, (method, m)) in METHODS.iter().zip(requests).enumerate() {

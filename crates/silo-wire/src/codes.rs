@@ -66,6 +66,9 @@ pub mod request {
     /// GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings; header `group`.
     pub const GET_SUBSCRIPTIONGROUP_CONFIG: i32 = 352;
     pub const LITE_PULL_MESSAGE: i32 = 361;
+    /// RECALL_MESSAGE (5.3): cancels a timer message not yet due, named by the recall handle
+    /// its send answered with.
+    pub const RECALL_MESSAGE: i32 = 370;
     /// SET_MESSAGE_REQUEST_MODE: a group consumes a topic by PULL or POP (body).
     pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
     /// GET_ALL_MESSAGE_REQUEST_MODE: the `messageRequestMode.json` content.
@@ -113,6 +116,8 @@ pub mod response {
     /// NO_MESSAGE: the handle names no message the broker still holds for it.
     pub const NO_MESSAGE: i32 = 208;
     pub const INVALID_PARAMETER: i32 = 29;
+    /// A request the broker understands and refuses as it stands (a recall with a bad handle).
+    pub const ILLEGAL_OPERATION: i32 = 604;
 }
 
 /// Topic permission bits (`perm` in topic configs and routes).

@@ -280,6 +280,8 @@ custom_header! {
         queue_offset: i64 = "queueOffset",
         transaction_id: Option<ExtStr> = "transactionId",
         batch_uniq_id: Option<ExtStr> = "batchUniqId",
+        /// Only for a single timer message (5.3): what RECALL_MESSAGE takes to cancel it.
+        recall_handle: Option<ExtStr> = "recallHandle",
         msg_region: ExtStr = "MSG_REGION",
         trace_on: ExtStr = "TRACE_ON",
     }
@@ -440,6 +442,23 @@ custom_header! {
         msg_id: Option<String> = "msgId",
         transaction_id: Option<String> = "transactionId",
         broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
+    /// RECALL_MESSAGE (370): the topic and the handle a timer message's send answered with.
+    RecallMessageRequestHeader {
+        producer_group: Option<String> = "producerGroup",
+        topic: String = "topic",
+        recall_handle: String = "recallHandle",
+        broker_name: Option<String> = "bname",
+    }
+}
+
+custom_header! {
+    /// The answer to RECALL_MESSAGE: the recalled message's unique key.
+    RecallMessageResponseHeader {
+        msg_id: String = "msgId",
     }
 }
 

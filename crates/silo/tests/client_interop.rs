@@ -42,6 +42,8 @@ impl Silo {
             // the other scenarios send no transactional messages and notice nothing.
             .args(["--set", "transactionCheckInterval=2000", "--set", "transactionTimeOut=2000"])
             .args(["--set", "transactionCheckMax=60"])
+            // The timers scenario recalls a message (off by default, as in Java).
+            .args(["--set", "recallMessageEnable=true"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

@@ -132,11 +132,14 @@ fn count(info: &serde_json::Value, key: &str) -> u64 {
 }
 
 /// The scenarios' broker: transaction checks every 2 s after 2 s, as in client_interop.rs, so
-/// that each suite's orphaned transaction is recovered within seconds.
+/// that each suite's orphaned transaction is recovered within seconds; recalls allowed (the Java
+/// suite's delay scenario recalls a message).
 fn start_silo(dir: &Path) -> SiloServer {
     SiloServer::start(
         &dir.join("store"),
         &[
+            "--set",
+            "recallMessageEnable=true",
             "--set",
             "transactionCheckInterval=2000",
             "--set",

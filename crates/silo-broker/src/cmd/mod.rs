@@ -72,6 +72,9 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::ChangeOffsetIllegal
         | BrokerError::HandleExpired { .. }
         | BrokerError::NoSuchPoppedMessage => rs::NO_MESSAGE,
+        BrokerError::RecallForbidden => rs::NO_PERMISSION,
+        BrokerError::RecallTopicNotExist(_) => rs::TOPIC_NOT_EXIST,
+        BrokerError::RecallIllegal(_) => rs::ILLEGAL_OPERATION,
         BrokerError::Store(s) => match s {
             StoreError::MessageIllegal(_) | StoreError::InvalidLmqName(_) | StoreError::InvalidTopic(_) => {
                 rs::MESSAGE_ILLEGAL

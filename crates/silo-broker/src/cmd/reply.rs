@@ -57,6 +57,7 @@ impl Broker {
             queue_offset: 0,
             transaction_id: None,
             batch_uniq_id: None,
+            recall_handle: None,
             msg_region: ExtStr::from(self.config.region_id.as_str()),
             trace_on: ExtStr::from_static(if self.config.trace_on { "true" } else { "false" }),
         };

@@ -8,7 +8,10 @@ use std::sync::Arc;
 
 use silo_store::MessageToStore;
 use silo_wire::codes::response as rs;
-use silo_wire::custom::{ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader, SendMessageResponseHeader};
+use silo_wire::custom::{
+    ConsumerSendMsgBackRequestHeader, RecallMessageRequestHeader, RecallMessageResponseHeader,
+    SendMessageRequestHeader, SendMessageResponseHeader,
+};
 use silo_wire::msgid::offset_msg_id;
 use silo_wire::{ExtStr, Frame};
 
@@ -16,6 +19,7 @@ use super::error_response;
 use crate::broker::{Broker, ConnState};
 use crate::connection::{Channel, Outgoing};
 use crate::core::BrokerError;
+use crate::core::recall::RecallRequest;
 use crate::core::send::{Destination, Messages, Payload, SendBack, SendRequest};
 use crate::response;
 use crate::try_reply;
@@ -119,17 +123,50 @@ impl Broker {
             })
             .flatten()
             .map(ExtStr::from);
+        // Only single sends (Java attaches none to SEND_BATCH_MESSAGE).
+        let recall_handle = self.recall_handle(&req, &plan, &sent).map(ExtStr::from);
         let header = SendMessageResponseHeader {
             msg_id,
             queue_id: plan.queue_id,
             queue_offset: sent.append.queue_offset,
             transaction_id,
             batch_uniq_id: None,
+            recall_handle,
             msg_region: ExtStr::from(self.config.region_id.as_str()),
             trace_on: ExtStr::from_static(if self.config.trace_on { "true" } else { "false" }),
         };
         let reply = response::with_header_in(opaque, rs::SUCCESS, &header, ext);
         Ok((reply, plan.wait_durable.then_some(sent.append.end_offset)))
+    }
+
+    /// RECALL_MESSAGE: cancels a timer message ([`crate::core::recall`]).
+    pub(crate) fn recall_frame(
+        self: &Arc<Self>,
+        conn: &mut ConnState,
+        channel: &Channel,
+        frame: &Frame,
+    ) -> Option<Outgoing> {
+        let opaque = frame.header.opaque;
+        let oneway = frame.header.is_oneway();
+        let h: RecallMessageRequestHeader = match super::header(frame) {
+            Ok(h) => h,
+            Err(out) => return (!oneway).then_some(out),
+        };
+        let req = RecallRequest {
+            topic: &h.topic,
+            handle: &h.recall_handle,
+            producer_group: h.producer_group.as_deref(),
+            born_host: channel.remote,
+        };
+        let recalled = match self.recall(conn, &req) {
+            Ok(r) => r,
+            Err(e) => return (!oneway).then(|| error_response(opaque, &e)),
+        };
+        let reply =
+            response::with_header(opaque, rs::SUCCESS, &RecallMessageResponseHeader { msg_id: recalled.message_id });
+        let Some(end) = recalled.durable_end else { return (!oneway).then_some(reply) };
+        self.reply_when_durable(channel, (!oneway).then_some(reply), end);
+        None
     }
 
     /// CONSUMER_SEND_MSG_BACK: a consumer failed a message.

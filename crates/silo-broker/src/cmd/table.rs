@@ -114,6 +114,7 @@ pub static REQUESTS: &[Request] = &[
         Some(b.group_config_frame(&f))
     }),
     broker(rq::LITE_PULL_MESSAGE, "LITE_PULL_MESSAGE", |b, _, ch, f| b.pull_message(ch, f)),
+    broker(rq::RECALL_MESSAGE, "RECALL_MESSAGE", |b, c, ch, f| b.recall_frame(c, ch, &f)),
     broker(rq::QUERY_ASSIGNMENT, "QUERY_ASSIGNMENT", |b, _, _, f| Some(b.query_assignment_frame(&f))),
     broker(rq::SET_MESSAGE_REQUEST_MODE, "SET_MESSAGE_REQUEST_MODE", |b, _, _, f| Some(b.set_request_mode_frame(&f))),
     broker(rq::GET_ALL_MESSAGE_REQUEST_MODE, "GET_ALL_MESSAGE_REQUEST_MODE", |b, _, _, f| {
@@ -198,6 +199,7 @@ mod tests {
             rq::GET_SUBSCRIPTIONGROUP_CONFIG,
             rq::SET_MESSAGE_REQUEST_MODE,
             rq::GET_ALL_MESSAGE_REQUEST_MODE,
+            rq::RECALL_MESSAGE,
             rq::QUERY_ASSIGNMENT,
             rq::POP_MESSAGE,
             rq::ACK_MESSAGE,

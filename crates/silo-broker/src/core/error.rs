@@ -142,6 +142,15 @@ pub enum BrokerError {
     /// group's, or already renewed).
     #[error("no popped message of this group matches the receipt handle")]
     NoSuchPoppedMessage,
+    /// `recallMessageEnable` is off (Java's remark).
+    #[error("recall failed, operation is forbidden")]
+    RecallForbidden,
+    #[error("recall failed, the topic[{0}] not exist")]
+    RecallTopicNotExist(String),
+    /// A recall whose handle does not parse, names another topic or broker, or whose time is
+    /// past or too far (Java's remarks).
+    #[error("{0}")]
+    RecallIllegal(String),
     #[error("{0}")]
     Store(#[from] StoreError),
 }

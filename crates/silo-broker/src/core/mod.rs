@@ -16,6 +16,7 @@ pub mod filter;
 pub mod offsets;
 pub mod pop;
 pub mod pull;
+pub mod recall;
 pub mod send;
 pub mod transaction;
 

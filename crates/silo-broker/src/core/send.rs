@@ -273,6 +273,12 @@ pub fn plan(
                     return Err(BrokerError::TimersDisabled);
                 }
                 let deliver = deliver?;
+                if deliver <= policy.now_ms && view.get(keys::TIMER_DEL_UNIQKEY).is_some() {
+                    // A delete marker for a time already past has nothing left to cancel.
+                    return Err(BrokerError::TimerIllegal(format!(
+                        "the delete marker's delivery time {deliver} has passed"
+                    )));
+                }
                 if deliver > policy.now_ms {
                     if deliver - policy.now_ms > policy.timers.max_delay_ms {
                         return Err(BrokerError::TimerIllegal(format!(
@@ -312,6 +318,8 @@ pub struct Sent {
     pub append: AppendResult,
     /// Messages stored (the batch's physical offsets are in the connection's appender).
     pub count: usize,
+    /// The `UNIQ_KEY` the broker gave a single message that came without one.
+    pub generated_key: Option<silo_wire::msgid::MsgIdBuf>,
 }
 
 /// A consumer's report that it failed a message (CONSUMER_SEND_MSG_BACK).
@@ -394,6 +402,7 @@ impl Broker {
             }
         }
         let named = req.topic;
+        let mut generated_key = None;
         let (append, count) = match &mut req.messages {
             Messages::Batch(msgs) => {
                 // A batch is never dead-lettered or delayed: it goes to the topic it names.
@@ -408,6 +417,7 @@ impl Broker {
                 let generated;
                 let add_uniq = if plan.generate_unique_key {
                     generated = offset_msg_id(req.born_host, req.born_timestamp ^ self.store.commit_log_range().1);
+                    generated_key = Some(generated);
                     Some(generated.as_str())
                 } else {
                     None
@@ -470,7 +480,23 @@ impl Broker {
             }
         };
         self.stats.put_messages.fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
-        Ok(Sent { append, count })
+        Ok(Sent { append, count, generated_key })
+    }
+
+    /// The recall handle of a message just stored as a timer (Java's `attachRecallHandle`): only
+    /// for a single message, not on a retry topic; `None` for everything else.
+    pub fn recall_handle(&self, req: &SendRequest<'_>, plan: &SendPlan, sent: &Sent) -> Option<String> {
+        let Destination::Timer { out_ms } = plan.destination else { return None };
+        let Messages::One(payload) = &req.messages else { return None };
+        if req.topic.starts_with(RETRY_PREFIX) {
+            return None;
+        }
+        let key = match &sent.generated_key {
+            Some(generated) => generated.as_str(),
+            None => PropertiesView::from_valid(payload.properties).get(keys::UNIQ_KEY)?,
+        };
+        // One past the slot time, as Java gives it: the recall's marker lands in the same slot.
+        Some(super::recall::encode_handle(req.topic, &self.config.broker_name, out_ms.saturating_add(1), key))
     }
 
     /// CONSUMER_SEND_MSG_BACK: re-stores a failed message into the group's retry topic through

@@ -135,6 +135,7 @@ final class Timers implements Scenario {
         }
         Map<String, String> refused = new TreeMap<>();
         all.addAll(edgeCases(ctx, producer, topic, refused));
+        String recall = recalls(ctx, producer, topic, all);
 
         awaitAll(ctx, all, got);
         ctx.settle();
@@ -145,7 +146,8 @@ final class Timers implements Scenario {
         Verify.Stats stats = Verify.exactlyOnce(ctx.fail, "timers", expected, got.list(), false);
         String late = checkTimes(ctx, all, arr, Long.MIN_VALUE);
         logProperties(all, got);
-        return "api=" + api + " sent=" + all.size() + " " + stats + " refused=" + refused.toString().replace(" ", "")
+        return "api=" + api + " sent=" + all.size() + " " + stats + " recall=" + recall + " refused="
+            + refused.toString().replace(" ", "")
             + " lateMs{kind=p50/p99/max}=" + late;
     }
 
@@ -187,6 +189,62 @@ final class Timers implements Scenario {
         MessageAccessor.putProperty(wordDeliver, DELIVER_MS, "tomorrow");
         sendRefused(ctx, producer, wordDeliver, "non-numeric-deliver", refused);
         return out;
+    }
+
+    /**
+     * Recall (5.3 clients; skipped with 4.x, which has no recallMessage): two deliver-time messages
+     * 3 s away, one recalled with the handle its SendResult carries. The kept one is added to ALL
+     * (expected once); the recalled one is not, so its arrival fails the exactly-once check. Also a
+     * recall whose handle's time has passed: refused with ILLEGAL_OPERATION (604).
+     */
+    private String recalls(Ctx ctx, DefaultMQProducer producer, String topic, List<Timed> all) throws Exception {
+        java.lang.reflect.Method recallMessage;
+        java.lang.reflect.Method handleOf;
+        try {
+            recallMessage = DefaultMQProducer.class.getMethod("recallMessage", String.class, String.class);
+            handleOf = SendResult.class.getMethod("getRecallHandle");
+        } catch (NoSuchMethodException e) {
+            return "unsupported-client";
+        }
+        long delayMs = 3000;
+        Message kept = message(ctx, topic, "recall-kept", 0);
+        Message recalled = message(ctx, topic, "recalled", 0);
+        long start = System.currentTimeMillis();
+        set(kept, "setDeliverTimeMs", DELIVER_MS, start + delayMs);
+        set(recalled, "setDeliverTimeMs", DELIVER_MS, start + delayMs);
+        SendResult keptResult = producer.send(kept);
+        ProduceConsume.checkResult(ctx, "recall-kept", kept, keptResult);
+        all.add(new Timed(new Sent(topic, new String(kept.getBody(), StandardCharsets.UTF_8), kept.getKeys(),
+            kept.getTags(), kept.getUserProperty(Ctx.PROP), MessageClientIDSetter.getUniqID(kept), null, -1, -1),
+            "recall-kept", delayMs, start, start + delayMs));
+        SendResult r = producer.send(recalled);
+        String handle = (String) handleOf.invoke(r);
+        if (handle == null || handle.isEmpty()) {
+            ctx.fail.add("recall: a timer message's SendResult has no recall handle: " + r);
+            return "no-handle";
+        }
+        Object id = recallMessage.invoke(producer, topic, handle);
+        ctx.fail.check("recall: the recalled message id", MessageClientIDSetter.getUniqID(recalled), id);
+        // The kept message's handle with its time moved into the past (the client checks only that
+        // a handle decodes; the broker refuses this one).
+        String[] f = new String(java.util.Base64.getUrlDecoder().decode((String) handleOf.invoke(keptResult)),
+            StandardCharsets.UTF_8).split(" ");
+        f[3] = Long.toString(System.currentTimeMillis() - 60_000);
+        String bad = java.util.Base64.getUrlEncoder().encodeToString(String.join(" ", f).getBytes(StandardCharsets.UTF_8));
+        try {
+            recallMessage.invoke(producer, topic, bad);
+            ctx.fail.add("recall: a recall with a time in the past succeeded");
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            if (!(e.getCause() instanceof MQBrokerException)) {
+                throw e;
+            }
+            MQBrokerException b = (MQBrokerException) e.getCause();
+            System.err.println("timers: bad recall handle refused: code " + b.getResponseCode() + " remark "
+                + b.getErrorMessage());
+            ctx.fail.check("recall: a past handle's response code", 604, b.getResponseCode());
+            ctx.fail.check("recall: a past handle's remark", "recall failed, timestamp invalid", b.getErrorMessage());
+        }
+        return "1-recalled";
     }
 
     private static Timed sendAccepted(Ctx ctx, DefaultMQProducer producer, Message m, String kind, long delayMs)
