@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Starts or stops the reference Apache RocketMQ proxy 5.3.3 (unmodified rocketmq-proxy jar from
-# Maven Central, see pom.xml) in cluster mode, in front of a given name server, with its gRPC and
-# remoting listeners on 127.0.0.1 only and every file it writes under DIR.
+# Maven Central, see pom.xml) in cluster mode, in front of a given name server, or in local mode,
+# with an embedded broker registered with that name server; its gRPC and remoting listeners (and in
+# local mode the broker's) are on 127.0.0.1 only and every file it writes is under DIR (local mode:
+# plus the broker's store, wherever BROKER_CONF puts it).
 #
 #   bash interop/proxy/proxy.sh start DIR --namesrv HOST:PORT --grpc-port P --remoting-port Q [options]
 #   bash interop/proxy/proxy.sh stop  DIR
@@ -16,6 +18,12 @@
 #   --timeout SECONDS     bound on the wait (default 120)
 #   --heap SIZE           -Xms/-Xmx (default 512m)
 #   --conf-extra FILE     a JSON object whose members are merged into rmq-proxy.json (needs python3)
+#   --local BROKER_CONF   local mode: the proxy starts an Apache broker in its own JVM from the
+#                         broker properties file BROKER_CONF (as written by
+#                         ../java-client/rocketmq-server.sh: bindAddress must be a loopback address),
+#                         with --namesrv overriding its namesrvAddr. Its ports (listenPort, listenPort-2,
+#                         haListenPort, default listenPort+1) must be free; start also waits for
+#                         listenPort. gRPC clients are then registered with that broker itself.
 # Environment: PROXY_JAVA_OPTS is appended to the JVM options.
 #
 # stop: SIGTERM (the proxy's shutdown hooks run), SIGKILL after 60 s.
@@ -55,6 +63,7 @@ cluster=DefaultCluster
 timeout=120
 heap=512m
 conf_extra=""
+local_conf=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --namesrv) namesrv="${2:?}"; shift 2 ;;
@@ -64,6 +73,7 @@ while [ "$#" -gt 0 ]; do
         --timeout) timeout="${2:?}"; shift 2 ;;
         --heap) heap="${2:?}"; shift 2 ;;
         --conf-extra) conf_extra="${2:?}"; shift 2 ;;
+        --local) local_conf="${2:?}"; shift 2 ;;
         *) echo "proxy: unknown option $1" >&2; usage ;;
     esac
 done
@@ -152,7 +162,29 @@ esac
 [ -n "$namesrv" ] && [ -n "$grpc_port" ] && [ -n "$remoting_port" ] ||
     die "start needs --namesrv, --grpc-port and --remoting-port"
 [ -z "$(live_pid)" ] || die "a proxy is already running from $dir (pid $(live_pid))"
-for p in "$grpc_port" "$remoting_port"; do
+proxy_mode=cluster
+broker_conf_json=""
+broker_ports=()
+if [ -n "$local_conf" ]; then
+    case "$local_conf" in
+        /*) ;;
+        *) local_conf="$PWD/$local_conf" ;;
+    esac
+    [ -r "$local_conf" ] || die "cannot read broker config $local_conf"
+    # The last assignment wins, as in java.util.Properties; the defaults are the broker's own.
+    conf_value() {
+        sed -n "s/^[[:space:]]*$1[[:space:]]*[=:][[:space:]]*\([0-9][0-9]*\)[[:space:]]*\$/\1/p" "$local_conf" | tail -n 1
+    }
+    broker_port="$(conf_value listenPort)"
+    broker_port="${broker_port:-10911}"
+    ha_port="$(conf_value haListenPort)"
+    [ -n "$ha_port" ] && [ "$ha_port" -gt 0 ] || ha_port=$((broker_port + 1))
+    broker_ports=("$broker_port" $((broker_port - 2)) "$ha_port")
+    proxy_mode=local
+    broker_conf_json="
+  \"brokerConfigPath\": \"$local_conf\","
+fi
+for p in "$grpc_port" "$remoting_port" ${broker_ports[@]+"${broker_ports[@]}"}; do
     port_busy "$p" && die "port $p is already in use"
 done
 mkdir -p "$dir/logs"
@@ -163,7 +195,7 @@ mkdir -p "$dir/logs"
 cat >"$dir/rmq-proxy.json" <<EOF2
 {
   "rocketMQClusterName": "$cluster",
-  "proxyMode": "cluster",
+  "proxyMode": "$proxy_mode",$broker_conf_json
   "namesrvAddr": "$namesrv",
   "grpcServerPort": $grpc_port,
   "remotingListenPort": $remoting_port,
@@ -205,10 +237,11 @@ RMQ_PROXY_HOME="$dir" nohup java -server -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC \
     </dev/null >>"$dir/logs/proxy.out" 2>&1 &
 pid=$!
 echo "$pid" >"$dir/proxy.pid"
-if ! wait_port "$grpc_port" "$pid" || ! wait_port "$remoting_port" "$pid"; then
+if ! wait_port "$grpc_port" "$pid" || ! wait_port "$remoting_port" "$pid" ||
+    { [ -n "$local_conf" ] && ! wait_port "$broker_port" "$pid"; }; then
     show_logs
     stop_proxy
-    die "proxy did not come up on 127.0.0.1:$grpc_port / 127.0.0.1:$remoting_port"
+    die "proxy did not come up on 127.0.0.1:$grpc_port / 127.0.0.1:$remoting_port${local_conf:+ / broker 127.0.0.1:$broker_port}"
 fi
 
 # Every listening socket of the process must be on a loopback address (Java reports an IPv4
@@ -223,5 +256,9 @@ if command -v ss >/dev/null 2>&1; then
         fi
     fi
 fi
-echo "proxy: pid $pid, name server $namesrv" >&2
-echo "grpc=127.0.0.1:$grpc_port remoting=127.0.0.1:$remoting_port"
+echo "proxy: pid $pid ($proxy_mode mode), name server $namesrv" >&2
+if [ -n "$local_conf" ]; then
+    echo "grpc=127.0.0.1:$grpc_port remoting=127.0.0.1:$remoting_port broker=127.0.0.1:$broker_port"
+else
+    echo "grpc=127.0.0.1:$grpc_port remoting=127.0.0.1:$remoting_port"
+fi
