@@ -34,6 +34,23 @@ pub trait FrontEnd: Send + Sync + std::fmt::Debug {
     fn client_alive(&self, client_id: &str) -> bool;
     /// Adds the front end's figures to GET_BROKER_RUNTIME_INFO.
     fn runtime_info(&self, table: &mut std::collections::BTreeMap<String, String>);
+    /// That front end's online consumers of `group`, for admin reads (GET_CONSUMER_CONNECTION_LIST).
+    fn consumers(&self, group: &str) -> Vec<crate::core::client_call::FrontEndConsumer> {
+        let _ = group;
+        Vec::new()
+    }
+    /// Passes an admin's call on to `client_id` of consumer `group`; `None` if that front end
+    /// has no such consumer online. The answer comes through the receiver (which the broker
+    /// drops once it stops waiting).
+    fn call_client(
+        &self,
+        group: &str,
+        client_id: &str,
+        call: crate::core::client_call::ClientCall,
+    ) -> Option<tokio::sync::oneshot::Receiver<crate::core::client_call::ClientAnswer>> {
+        let _ = (group, client_id, call);
+        None
+    }
 }
 
 #[derive(Debug)]

@@ -158,6 +158,12 @@ impl ClientRegistry {
         producer.chain(consumer).find(|c| !c.is_closed()).cloned()
     }
 
+    /// The channel of `client_id` as a member of consumer `group`, if it is connected.
+    pub fn consumer_channel(&self, group: &str, client_id: &str) -> Option<Channel> {
+        let s = self.lock();
+        s.groups.get(group)?.members.get(client_id).map(|m| m.channel.clone()).filter(|c| !c.is_closed())
+    }
+
     pub fn unregister_consumer(&self, client_id: &str, group_name: &str) -> Option<Changed> {
         let mut s = self.lock();
         let group = s.groups.get_mut(group_name)?;

@@ -90,7 +90,7 @@ pub struct Channel {
     opaque: Arc<AtomicI32>,
     backlog: Arc<Backlog>,
     /// Requests the broker sent to the client that wait for its answer, by opaque.
-    awaiting: Arc<std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<RemotingHeader>>>>,
+    awaiting: Arc<std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<silo_wire::Frame>>>>,
 }
 
 impl Channel {
@@ -127,15 +127,15 @@ impl Channel {
         self.send(Outgoing { header, body })
     }
 
-    /// A request from the broker to the client whose answer is awaited: the answer's header,
-    /// or `None` if the connection closed or `timeout` passed first.
+    /// A request from the broker to the client whose answer is awaited: the answer, or `None`
+    /// if the connection closed or `timeout` passed first.
     pub async fn request(
         &self,
         code: i32,
         ext: silo_wire::ExtFields,
         body: Body,
         timeout: std::time::Duration,
-    ) -> Option<RemotingHeader> {
+    ) -> Option<silo_wire::Frame> {
         let opaque = self.opaque.fetch_add(1, Ordering::Relaxed);
         let mut header = RemotingHeader::request(code, opaque);
         header.ext_fields = ext;
@@ -152,10 +152,10 @@ impl Channel {
 
     /// The client answered a request of the broker's; an answer nobody waits for (to a
     /// one-way notification, or after its timeout) is dropped.
-    pub fn answer_arrived(&self, header: RemotingHeader) {
-        let waiting = self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&header.opaque);
+    pub fn answer_arrived(&self, answer: silo_wire::Frame) {
+        let waiting = self.awaiting.lock().unwrap_or_else(|e| e.into_inner()).remove(&answer.header.opaque);
         if let Some(tx) = waiting {
-            let _ = tx.send(header);
+            let _ = tx.send(answer);
         }
     }
 

@@ -117,7 +117,7 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
             match decoder.decode(&mut buf) {
                 Ok(Some(frame)) => {
                     if frame.header.is_response() {
-                        channel.answer_arrived(frame.header);
+                        channel.answer_arrived(frame);
                         continue;
                     }
                     let code = frame.header.code;

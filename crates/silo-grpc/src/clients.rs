@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 
-use crate::proto::{ClientType, Settings, TelemetryCommand, settings::PubSub};
+use std::net::SocketAddr;
+
+use crate::proto::{ClientType, Settings, SubscriptionEntry, TelemetryCommand, settings::PubSub};
 
 /// The most Telemetry streams one client id may hold open at once; a client that opens more
 /// (a leak, or another process reusing the id) has its oldest closed.
@@ -30,6 +32,33 @@ struct Client {
     settings: Option<Settings>,
     streams: Vec<(u64, TelemetrySender)>,
     last_seen: Instant,
+    /// Where its last Telemetry stream came from, and the language it named (for admin reads).
+    remote: Option<SocketAddr>,
+    language: String,
+}
+
+/// A consumer as admin reads list it.
+#[derive(Debug, Clone)]
+pub struct ConsumerView {
+    pub client_id: String,
+    pub remote: Option<SocketAddr>,
+    pub language: String,
+    pub client_type: ClientType,
+    pub subscriptions: Vec<SubscriptionEntry>,
+}
+
+/// The consumer group a client's settings name, and its type, if it is a consumer.
+fn consumer_group(s: &Settings) -> Option<(&str, ClientType, &[SubscriptionEntry])> {
+    let t = s.client_type.and_then(|t| ClientType::try_from(t).ok())?;
+    if !matches!(t, ClientType::PushConsumer | ClientType::SimpleConsumer) {
+        return None;
+    }
+    match &s.pub_sub {
+        Some(PubSub::Subscription(sub)) => {
+            Some((sub.group.as_ref().map_or("", |g| g.name.as_str()), t, sub.subscriptions.as_slice()))
+        }
+        _ => None,
+    }
 }
 
 #[derive(Debug)]
@@ -43,7 +72,7 @@ pub struct Clients {
 
 impl Client {
     fn new() -> Self {
-        Self { settings: None, streams: Vec::new(), last_seen: Instant::now() }
+        Self { settings: None, streams: Vec::new(), last_seen: Instant::now(), remote: None, language: String::new() }
     }
 }
 
@@ -67,12 +96,17 @@ impl Clients {
         }
     }
 
-    /// Registers a new Telemetry stream of `client_id`; returns its id.
-    pub fn open_stream(&self, client_id: &str, tx: TelemetrySender) -> u64 {
+    /// Registers a new Telemetry stream of `client_id` (from `remote`, in `language`); returns
+    /// its id.
+    pub fn open_stream(&self, client_id: &str, tx: TelemetrySender, remote: SocketAddr, language: &str) -> u64 {
         let id = self.next_stream.fetch_add(1, Ordering::Relaxed);
         let mut map = self.lock();
         let c = map.entry(client_id.to_owned()).or_insert_with(Client::new);
         c.last_seen = Instant::now();
+        c.remote = Some(remote);
+        if c.language != language {
+            language.clone_into(&mut c.language);
+        }
         if c.streams.len() >= MAX_STREAMS_PER_CLIENT {
             // Dropping the sender ends that stream's responses.
             c.streams.remove(0);
@@ -142,6 +176,35 @@ impl Clients {
         }
         let i = turn % found.len();
         Some(found.swap_remove(i).clone())
+    }
+
+    /// The consumers of `group` with a Telemetry stream open.
+    pub fn consumers_of(&self, group: &str) -> Vec<ConsumerView> {
+        let map = self.lock();
+        map.iter()
+            .filter(|(_, c)| c.streams.iter().any(|(_, tx)| !tx.is_closed()))
+            .filter_map(|(id, c)| {
+                let (g, client_type, subs) = consumer_group(c.settings.as_ref()?)?;
+                (g == group).then(|| ConsumerView {
+                    client_id: id.clone(),
+                    remote: c.remote,
+                    language: c.language.clone(),
+                    client_type,
+                    subscriptions: subs.to_vec(),
+                })
+            })
+            .collect()
+    }
+
+    /// An open Telemetry stream of `client_id`, if it is a consumer of `group`.
+    pub fn consumer_stream(&self, group: &str, client_id: &str) -> Option<TelemetrySender> {
+        let map = self.lock();
+        let c = map.get(client_id)?;
+        let (g, _, _) = consumer_group(c.settings.as_ref()?)?;
+        if g != group {
+            return None;
+        }
+        c.streams.iter().rev().map(|(_, tx)| tx).find(|tx| !tx.is_closed()).cloned()
     }
 
     /// Clients known.

@@ -25,6 +25,8 @@ pub struct Frontend {
     /// not say how it reached us).
     pub local: SocketAddr,
     pub clients: Clients,
+    /// Admin calls pushed to clients, waiting for their answers.
+    pub calls: crate::admin_calls::PendingCalls,
     /// Connections accepted, by kind.
     pub stats: Arc<crate::listener::ConnStats>,
     /// Encoding state the handlers reuse (an appender and buffers), so that a send does not
@@ -53,6 +55,7 @@ impl Frontend {
             config,
             local,
             clients: Clients::new(grace),
+            calls: crate::admin_calls::PendingCalls::default(),
             stats: Arc::default(),
             conns: std::sync::Mutex::default(),
         }

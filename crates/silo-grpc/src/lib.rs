@@ -10,6 +10,7 @@
 #![cfg_attr(not(test), deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic))]
 
 pub mod ack;
+pub mod admin_calls;
 pub mod auth;
 pub mod clients;
 pub mod convert;
@@ -111,5 +112,18 @@ impl silo_broker::broker::FrontEnd for Frontend {
         table.insert("grpcRefusedConnections".into(), self.stats.refused_connections.load(Relaxed).to_string());
         table.insert("grpcClients".into(), self.clients.len().to_string());
         table.insert("grpcUnauthenticatedRequests".into(), self.stats.unauthenticated.load(Relaxed).to_string());
+    }
+
+    fn consumers(&self, group: &str) -> Vec<silo_broker::core::client_call::FrontEndConsumer> {
+        self.grpc_consumers(group)
+    }
+
+    fn call_client(
+        &self,
+        group: &str,
+        client_id: &str,
+        call: silo_broker::core::client_call::ClientCall,
+    ) -> Option<tokio::sync::oneshot::Receiver<silo_broker::core::client_call::ClientAnswer>> {
+        self.call_grpc_client(group, client_id, call)
     }
 }

@@ -175,7 +175,17 @@ impl Frontend {
             ClientType::Producer => ok(),
             ClientType::PushConsumer | ClientType::SimpleConsumer => {
                 let group = req.get_ref().group.as_ref().map_or("", |g| g.name.as_str());
-                validate::group(group).map_or_else(|s| s, |()| ok())
+                match validate::group(group) {
+                    Ok(()) => {
+                        // As a remoting consumer's heartbeat does: admin tools (mqadmin
+                        // consumerConnection, consumerStatus) find the group's broker by it.
+                        if let Err(e) = self.broker.ensure_retry_topic(group) {
+                            tracing::warn!(group, error = %e, "cannot create the group's retry topic");
+                        }
+                        ok()
+                    }
+                    Err(s) => s,
+                }
             }
             other => status(Code::UnrecognizedClientType, code_style(&format!("CLIENT_TYPE_{other:?}"))),
         };
@@ -220,7 +230,7 @@ impl Frontend {
         // terminated, or opened too many), the answer stream ends. The reader below answers
         // through a weak one.
         let weak = tx.downgrade();
-        let stream_id = self.clients.open_stream(&caller.client_id, tx);
+        let stream_id = self.clients.open_stream(&caller.client_id, tx, caller.remote, &caller.language);
         let mut inbound = req.into_inner();
         let fe = Arc::clone(self);
         tokio::spawn(async move {
@@ -235,9 +245,20 @@ impl Frontend {
                     None => break,
                 };
                 fe.clients.seen(&caller.client_id);
-                // Answers to the broker's own commands (nothing waits for them yet), and commands
-                // a client has no business sending, are ignored, as the proxy ignores them.
-                let Some(Command::Settings(s)) = cmd.command else { continue };
+                // Answers to the broker's own commands go to whoever waits for them; commands a
+                // client has no business sending are ignored, as the proxy ignores them.
+                let s = match cmd.command {
+                    Some(Command::Settings(s)) => s,
+                    Some(Command::ThreadStackTrace(t)) => {
+                        fe.thread_stack_answered(cmd.status.as_ref(), t);
+                        continue;
+                    }
+                    Some(Command::VerifyMessageResult(v)) => {
+                        fe.verify_answered(cmd.status.as_ref(), &v);
+                        continue;
+                    }
+                    _ => continue,
+                };
                 let Some(tx) = weak.upgrade() else { break };
                 if let Err(refused) = fe.check_settings(&s) {
                     let _ = tx.send(Err(refused)).await;

@@ -38,6 +38,8 @@ pub fn code_of(e: &BrokerError) -> Code {
         E::PopTimeoutTooMuch(_) => Code::IllegalPollingTime,
         E::AckOffsetIllegal { .. } | E::ChangeOffsetIllegal => Code::InvalidReceiptHandle,
         E::BadHandle(_) | E::HandleExpired { .. } | E::NoSuchPoppedMessage => Code::InvalidReceiptHandle,
+        E::ClientNotOnline { .. } | E::ClientCallTimeout { .. } | E::ClientCallFailed(_) => Code::InternalServerError,
+        E::ClientRefused(_) => Code::Forbidden,
         // The proxy passes a recall's refusals on as the broker's remark under this code.
         E::RecallForbidden | E::RecallTopicNotExist(_) | E::RecallIllegal(_) => Code::InternalServerError,
         E::Store(s) => store_code(s),

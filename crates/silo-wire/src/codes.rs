@@ -52,7 +52,12 @@ pub mod request {
     pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
     /// QUERY_TOPIC_CONSUME_BY_WHO: the groups that consume a topic.
     pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+    /// GET_CONSUMER_RUNNING_INFO: an admin asks a consumer, through the broker, for its state
+    /// and thread stack; the broker passes it on to the consumer.
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
+    /// CONSUME_MESSAGE_DIRECTLY: an admin has a consumer consume one stored message, through the
+    /// broker (body: the stored record, added by the broker).
+    pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;
     /// SEND_REPLY_MESSAGE / _V2: a responder's reply to a request (`producer.request`), to be
@@ -109,6 +114,8 @@ pub mod response {
     pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
     pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
+    /// A consumer did not answer a call the broker passed on to it in time.
+    pub const CONSUME_MSG_TIMEOUT: i32 = 207;
     /// A pop found nothing and the broker holds too many parked pops to park this one.
     pub const POLLING_FULL: i32 = 209;
     /// A parked pop found nothing before its poll time ran out.

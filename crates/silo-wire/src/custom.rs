@@ -446,6 +446,27 @@ custom_header! {
 }
 
 custom_header! {
+    /// GET_CONSUMER_RUNNING_INFO (307), admin to broker and broker to consumer.
+    GetConsumerRunningInfoRequestHeader {
+        consumer_group: String = "consumerGroup",
+        client_id: String = "clientId",
+        jstack_enable: Option<bool> = "jstackEnable",
+    }
+}
+
+custom_header! {
+    /// CONSUME_MESSAGE_DIRECTLY (309), admin to broker and broker to consumer. The broker adds
+    /// `brokerName`, `topicSysFlag` and `groupSysFlag` before passing it on.
+    ConsumeMessageDirectlyRequestHeader {
+        consumer_group: String = "consumerGroup",
+        client_id: Option<String> = "clientId",
+        msg_id: String = "msgId",
+        broker_name: Option<String> = "brokerName",
+        topic: Option<String> = "topic",
+    }
+}
+
+custom_header! {
     /// RECALL_MESSAGE (370): the topic and the handle a timer message's send answered with.
     RecallMessageRequestHeader {
         producer_group: Option<String> = "producerGroup",

@@ -224,3 +224,115 @@ fn every_5x_sdk_works_through_apaches_proxy() {
     eprintln!("{report}");
     assert!(failed.is_empty(), "suites failed:\n{}\nbroker log:\n{}", failed.join("\n"), silo.log_tail());
 }
+
+/// Runs Apache's `mqadmin` (interop/java-client/mqadmin.sh) against the name server: its stdout
+/// and stderr.
+fn mqadmin(namesrv: SocketAddr, args: &[&str]) -> (String, String) {
+    let (_, stdout, stderr) = run("interop/java-client/mqadmin.sh", &[args, &["-n", &namesrv.to_string()]].concat());
+    (stdout, stderr)
+}
+
+/// Operators reach a 5.x SDK consumer through Silo with the stock `mqadmin`, as they reach a
+/// remoting one: `consumerConnection` lists it (Java, CONSUME_PASSIVELY, its subscription);
+/// `consumerStatus -s` shows its properties and its thread stack, which the broker asked for down
+/// the client's Telemetry stream; `queryMsgById -g -d` has it consume a stored message again
+/// (CR_SUCCESS, and its listener gets the message once more); a client id that is not online is
+/// refused with Java's words. (Apache's proxy in cluster mode registers no gRPC client with its
+/// broker, so there every one of these answers "not online".)
+#[test]
+fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
+    use std::io::BufRead as _;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let silo = start_silo(dir.path());
+    let suffix = format!("m{}", std::process::id());
+    let (ok, stdout, stderr) =
+        run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
+    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    let group = format!("sdk5-java-normal-{suffix}");
+    let hold_log = dir.path().join("hold.err");
+    let mut hold = Command::new("bash")
+        .arg(repo().join("interop/sdk5/java/run.sh"))
+        .args(["hold", "--endpoint", &silo.grpc.to_string(), "--suffix", &suffix, "--seconds", "300"])
+        .env("SDK5_TLS", "1")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&hold_log).unwrap())
+        .spawn()
+        .unwrap();
+    let (tx, lines) = std::sync::mpsc::channel::<String>();
+    let out = hold.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let mut wait_for = |what: &str, pred: &dyn Fn(&str) -> bool, within: Duration| -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match lines.recv_timeout(left) {
+                Ok(line) => {
+                    seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "the held consumer did not print {what}; it printed {seen:?}\nits stderr:\n{}\nbroker log:\n{}",
+                    std::fs::read_to_string(&hold_log).unwrap_or_default(),
+                    silo.log_tail()
+                ),
+            }
+        }
+    };
+    let sent = wait_for("SENT", &|l| l.starts_with("SENT "), Duration::from_secs(120));
+    let message_id = sent.split_whitespace().nth(1).unwrap().to_owned();
+    wait_for("READY", &|l| l == "READY", Duration::from_secs(60));
+
+    let (connections, err) = mqadmin(silo.namesrv, &["consumerConnection", "-g", &group]);
+    let row = connections
+        .lines()
+        .skip_while(|l| !l.starts_with("#ClientId"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("consumerConnection lists nobody:\n{connections}\n{err}"));
+    let client_id = row.split_whitespace().next().unwrap().to_owned();
+    assert!(row.contains("JAVA") && row.contains("V5_3_3"), "{connections}");
+    assert!(connections.contains("ConsumeType: CONSUME_PASSIVELY"), "{connections}");
+    assert!(connections.lines().any(|l| l.starts_with(&group) && l.trim_end().ends_with('*')), "{connections}");
+
+    let (status, err) = mqadmin(silo.namesrv, &["consumerStatus", "-g", &group, "-i", &client_id, "-s"]);
+    assert!(status.contains("PROP_CONSUME_TYPE") && status.contains("CONSUME_PASSIVELY"), "{status}\n{err}");
+    let stack = status.split("#Consumer jstack#").nth(1).unwrap_or_else(|| panic!("no jstack:\n{status}\n{err}"));
+    assert!(stack.contains("dev.silo.interop.sdk5.Hold.main"), "the stack is not the held client's:\n{status}");
+
+    let (pushed, err) =
+        mqadmin(silo.namesrv, &["queryMsgById", "-t", &group, "-i", &message_id, "-g", &group, "-d", &client_id]);
+    assert!(
+        pushed.contains("consumeResult=CR_SUCCESS") && pushed.contains("remark=from gRPC client"),
+        "{pushed}\n{err}"
+    );
+    let again = format!("CONSUMED {message_id} hold-{suffix}");
+    wait_for("the message consumed again", &|l| l == again, Duration::from_secs(30));
+
+    let (_, refused) =
+        mqadmin(silo.namesrv, &["queryMsgById", "-t", &group, "-i", &message_id, "-g", &group, "-d", "nobody@1"]);
+    assert!(refused.contains(&format!("The Consumer <{group}> <nobody@1> not online")), "{refused}");
+
+    drop(hold.stdin.take());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while hold.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = hold.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = hold.wait();
+}

@@ -59,6 +59,10 @@ if [ "${1:-}" = bench ]; then
     shift
     main=dev.silo.interop.sdk5.Bench
     jvm=(-Xmx1g)
+elif [ "${1:-}" = hold ]; then
+    # `run.sh hold ...`: a push consumer that stays online for admin tools (Hold.java).
+    shift
+    main=dev.silo.interop.sdk5.Hold
 fi
 exec java "${jvm[@]}" \
     -Duser.home="$here/target/sdk-home" \

@@ -2,6 +2,7 @@
 
 pub mod admin;
 pub mod client;
+pub mod client_call;
 pub mod dispatch;
 pub mod namesrv;
 pub mod offset;
@@ -72,6 +73,9 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
         | BrokerError::ChangeOffsetIllegal
         | BrokerError::HandleExpired { .. }
         | BrokerError::NoSuchPoppedMessage => rs::NO_MESSAGE,
+        BrokerError::ClientNotOnline { .. } | BrokerError::ClientCallFailed(_) => rs::SYSTEM_ERROR,
+        BrokerError::ClientCallTimeout { .. } => rs::CONSUME_MSG_TIMEOUT,
+        BrokerError::ClientRefused(_) => rs::NO_PERMISSION,
         BrokerError::RecallForbidden => rs::NO_PERMISSION,
         BrokerError::RecallTopicNotExist(_) => rs::TOPIC_NOT_EXIST,
         BrokerError::RecallIllegal(_) => rs::ILLEGAL_OPERATION,

@@ -112,7 +112,9 @@ impl Broker {
                 return;
             }
             let out = match answer {
-                Some(a) if a.code == rs::SUCCESS => response::with_header_in(opaque, rs::SUCCESS, &header, region_ext),
+                Some(a) if a.header.code == rs::SUCCESS => {
+                    response::with_header_in(opaque, rs::SUCCESS, &header, region_ext)
+                }
                 _ => {
                     tracing::debug!(requester, "the requester did not take the reply");
                     response::error(opaque, rs::SYSTEM_ERROR, format!("push reply message to {requester}fail."))

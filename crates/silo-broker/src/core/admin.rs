@@ -172,7 +172,34 @@ impl Broker {
 
     /// A group's online clients, subscriptions and settings.
     pub fn group_info(&self, group: &str) -> Result<GroupInfo, BrokerError> {
-        self.clients.group_info(group).ok_or_else(|| BrokerError::ConsumerNotOnline(group.to_owned()))
+        let remoting = self.clients.group_info(group);
+        let others = self.front_end().map(|fe| fe.consumers(group)).unwrap_or_default();
+        if others.is_empty() {
+            return remoting.ok_or_else(|| BrokerError::ConsumerNotOnline(group.to_owned()));
+        }
+        // A group with members of another front end (5.x SDKs): listed as Apache's proxy
+        // registers them with its broker (clustering, from the last offset).
+        let mut info = remoting.unwrap_or_else(|| GroupInfo {
+            connections: Vec::new(),
+            subscriptions: Vec::new(),
+            message_model: "CLUSTERING".into(),
+            consume_type: others.first().map_or("CONSUME_ACTIVELY", |c| c.consume_type.java_name()).into(),
+            consume_from_where: "CONSUME_FROM_LAST_OFFSET".into(),
+        });
+        for c in others {
+            info.connections.push(crate::clients::Connection {
+                client_id: c.client_id,
+                client_addr: c.client_addr,
+                language: c.language,
+                version: c.version,
+            });
+            for sub in c.subscriptions {
+                if !info.subscriptions.iter().any(|s| s.topic == sub.topic) {
+                    info.subscriptions.push(subscription_data(&sub));
+                }
+            }
+        }
+        Ok(info)
     }
 
     /// The record at a commit-log offset (an offset message id's second half).
@@ -201,4 +228,24 @@ impl Broker {
 /// least one decimal (`0.0`, `0.375`).
 fn java_double(v: f64) -> String {
     if v.is_finite() && v.fract() == 0.0 { format!("{v:.1}") } else { format!("{v}") }
+}
+
+/// A front end's subscription as a remoting client reports one (`SubscriptionData`).
+pub(crate) fn subscription_data(sub: &super::client_call::Subscription) -> silo_wire::body::SubscriptionData {
+    let tags: Vec<String> = if sub.expression_type == "TAG" {
+        super::pull::parse_tags(&sub.expression)
+            .map(|_| sub.expression.split("||").map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    silo_wire::body::SubscriptionData {
+        class_filter_mode: false,
+        code_set: tags.iter().map(|t| silo_wire::body::TagCode(silo_wire::checksum::java_string_hash(t))).collect(),
+        expression_type: Some(sub.expression_type.to_owned()),
+        sub_string: if sub.expression.trim().is_empty() { "*".into() } else { sub.expression.clone() },
+        sub_version: 0,
+        tags_set: tags,
+        topic: sub.topic.clone(),
+    }
 }

@@ -30,14 +30,21 @@ impl Broker {
         }
         let mut changed = Vec::new();
         for consumer in consumers {
-            let retry = format!("{}{}", silo_store::names::RETRY_PREFIX, consumer.group_name);
-            if self.topics.get(&retry).is_none() {
-                self.topics.ensure_system(&retry, 1)?;
-                self.register_routes_if_changed();
-            }
+            self.ensure_retry_topic(&consumer.group_name)?;
             changed.extend(self.clients.register_consumer(client_id, consumer, channel, sender));
         }
         self.notify(changed);
+        Ok(())
+    }
+
+    /// Creates a consumer group's retry topic (`%RETRY%group`) if it is missing: its consumers
+    /// find a route for their retries, and admin tools find the group's broker through it.
+    pub fn ensure_retry_topic(&self, group: &str) -> Result<(), BrokerError> {
+        let retry = format!("{}{group}", silo_store::names::RETRY_PREFIX);
+        if self.topics.queues(&retry).is_none() {
+            self.topics.ensure_system(&retry, 1)?;
+            self.register_routes_if_changed();
+        }
         Ok(())
     }
 

@@ -142,6 +142,18 @@ pub enum BrokerError {
     /// group's, or already renewed).
     #[error("no popped message of this group matches the receipt handle")]
     NoSuchPoppedMessage,
+    /// An admin's call for a consumer that is not connected (Java's remark).
+    #[error("The Consumer <{group}> <{client_id}> not online")]
+    ClientNotOnline { group: String, client_id: String },
+    /// The consumer did not answer an admin's call in time (Java's remark).
+    #[error("consumer <{group}> <{client_id}> Timeout: no answer within {millis} ms")]
+    ClientCallTimeout { group: String, client_id: String, millis: u128 },
+    /// The consumer refuses what an admin asked of it (the proxy's words).
+    #[error("{0}")]
+    ClientRefused(String),
+    /// The consumer could not do what an admin asked of it.
+    #[error("{0}")]
+    ClientCallFailed(String),
     /// `recallMessageEnable` is off (Java's remark).
     #[error("recall failed, operation is forbidden")]
     RecallForbidden,

@@ -10,6 +10,7 @@
 pub mod admin;
 pub mod assignment;
 pub mod attributes;
+pub mod client_call;
 pub mod clients;
 pub mod error;
 pub mod filter;

@@ -7,6 +7,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import org.apache.rocketmq.client.QueryResult;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
@@ -16,6 +17,11 @@ import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.protocol.admin.ConsumeStats;
+import org.apache.rocketmq.remoting.protocol.body.CMResult;
+import org.apache.rocketmq.remoting.protocol.body.Connection;
+import org.apache.rocketmq.remoting.protocol.body.ConsumeMessageDirectlyResult;
+import org.apache.rocketmq.remoting.protocol.body.ConsumerConnection;
+import org.apache.rocketmq.remoting.protocol.body.ConsumerRunningInfo;
 import org.apache.rocketmq.remoting.protocol.admin.OffsetWrapper;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.route.BrokerData;
@@ -116,6 +122,7 @@ final class Admin implements Scenario {
         ctx.await("all " + sent.size() + " messages", () -> got.distinct() >= sent.size(),
             () -> got.distinct() + " distinct received");
         Verify.Stats stats = Verify.exactlyOnce(ctx.fail, "consume", sent, got.list(), false);
+        String reached = reachConsumer(ctx, admin, group, topic, sent.get(0), got);
 
         // Consumer progress (the consumer commits every 5 s).
         Map<MessageQueue, Long> end = GroupOffsets.endOffsets(brokerName, sent);
@@ -179,7 +186,47 @@ final class Admin implements Scenario {
             }
         }
         return "cluster=" + clusterName + " broker=" + brokerName + "@" + brokerAddr + " topic queues=4/4 perm=RW"
-            + " sent=" + sent.size() + " " + stats + " progress=" + progress + " lookedUp=" + sample.size() + "x3";
+            + " sent=" + sent.size() + " " + stats + " progress=" + progress + " lookedUp=" + sample.size() + "x3"
+            + " " + reached;
+    }
+
+    /**
+     * The admin reaches the online push consumer through the broker, as {@code mqadmin
+     * consumerConnection}, {@code consumerStatus -s} and {@code queryMsgById -g -d} do: the group's
+     * connection list names it; its running info (GET_CONSUMER_RUNNING_INFO, relayed by the broker)
+     * holds its thread stack, which shows this very call; consumeMessageDirectly
+     * (CONSUME_MESSAGE_DIRECTLY) of a sent message is CR_SUCCESS and hands it to the listener once
+     * more; a client id that is not online is refused with SYSTEM_ERROR and Java's remark.
+     */
+    private static String reachConsumer(Ctx ctx, DefaultMQAdminExt admin, String group, String topic, Sent s,
+        Received got) throws Exception {
+        ConsumerConnection cc = admin.examineConsumerConnectionInfo(group);
+        ctx.fail.check("consumer connections", 1, cc.getConnectionSet().size());
+        if (cc.getConnectionSet().isEmpty()) {
+            return "reached=none";
+        }
+        Connection conn = cc.getConnectionSet().iterator().next();
+        ctx.fail.check("consumer connection language", "JAVA", String.valueOf(conn.getLanguage()));
+        ConsumerRunningInfo info = admin.getConsumerRunningInfo(group, conn.getClientId(), true);
+        String jstack = info == null ? null : info.getJstack();
+        if (jstack == null || !jstack.contains(Admin.class.getName() + ".reachConsumer")) {
+            ctx.fail.add("getConsumerRunningInfo(jstack): the stack does not show this call: "
+                + (jstack == null ? null : jstack.substring(0, Math.min(200, jstack.length()))));
+        }
+        int before = got.count(s.body);
+        ConsumeMessageDirectlyResult r = admin.consumeMessageDirectly(group, conn.getClientId(), topic, s.offsetMsgId);
+        ctx.fail.check("consumeMessageDirectly result", CMResult.CR_SUCCESS, r.getConsumeResult());
+        ctx.await("the message handed to the listener again", () -> got.count(s.body) > before,
+            () -> got.count(s.body) + " deliveries of " + s.body);
+        try {
+            admin.getConsumerRunningInfo(group, "nobody@1", true);
+            ctx.fail.add("getConsumerRunningInfo of a client that is not online succeeded");
+        } catch (MQClientException e) {
+            ctx.fail.check("not online: code", 1, e.getResponseCode());
+            ctx.fail.check("not online: remark", "The Consumer <" + group + "> <nobody@1> not online",
+                e.getErrorMessage());
+        }
+        return "reached=" + r.getConsumeResult();
     }
 
     private static void checkFound(Ctx ctx, String what, Sent s, MessageExt m) {

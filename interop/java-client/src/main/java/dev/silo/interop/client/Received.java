@@ -89,6 +89,17 @@ final class Received {
         return bodies.contains(body);
     }
 
+    /** How many times BODY was received. */
+    int count(String body) {
+        int n = 0;
+        for (Got g : all) {
+            if (body.equals(g.body)) {
+                n++;
+            }
+        }
+        return n;
+    }
+
     List<Got> list() {
         return new ArrayList<>(all);
     }
