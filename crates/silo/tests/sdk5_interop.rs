@@ -5,7 +5,9 @@
 //! and the dead-letter queue. Twice: against `silo serve`'s own gRPC endpoint, with no proxy (the
 //! Java and Go SDKs over TLS, their default, the others in plaintext, on the same port), and
 //! through Apache's unmodified proxy in front of `silo serve` (cluster mode, remoting to the
-//! broker). Loopback only; one broker serves every language, one after the other.
+//! broker). Loopback only; one broker serves every language, one after the other. Then, with the
+//! Java SDK's long-running clients (interop/sdk5/README.md): the stock `mqadmin` reaching a 5.x
+//! consumer through the broker, and a consumer SIGKILLed holding messages.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing, clippy::panic)]
 
 mod common;
@@ -232,6 +234,94 @@ fn mqadmin(namesrv: SocketAddr, args: &[&str]) -> (String, String) {
     (stdout, stderr)
 }
 
+/// A Java SDK harness process (`interop/sdk5/java/run.sh MODE ...`) whose stdout lines are read
+/// as they come, each with the instant it arrived.
+struct JavaSdk {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<(std::time::Instant, String)>,
+    seen: Vec<(std::time::Instant, String)>,
+    stderr: PathBuf,
+}
+
+impl JavaSdk {
+    fn spawn(mode: &str, args: &[&str], stderr: PathBuf) -> Self {
+        use std::io::BufRead as _;
+        use std::process::Stdio;
+        let mut child = Command::new("bash")
+            .arg(repo().join("interop/sdk5/java/run.sh"))
+            .arg(mode)
+            .args(args)
+            .env("SDK5_TLS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                if tx.send((std::time::Instant::now(), line)).is_err() {
+                    break;
+                }
+            }
+        });
+        Self { child, lines, seen: Vec::new(), stderr }
+    }
+
+    /// Reads lines until one satisfies `pred`, for at most `within`; panics with what it
+    /// printed if none does.
+    fn wait_for(
+        &mut self,
+        what: &str,
+        pred: impl Fn(&str) -> bool,
+        within: std::time::Duration,
+        silo: &SiloServer,
+    ) -> (std::time::Instant, String) {
+        let deadline = std::time::Instant::now() + within;
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if pred(&line.1) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no {what} within {within:?}; the client printed {:?}\nits stderr:\n{}\nbroker log:\n{}",
+                    self.seen.iter().map(|(_, l)| l).collect::<Vec<_>>(),
+                    std::fs::read_to_string(&self.stderr).unwrap_or_default(),
+                    silo.log_tail()
+                ),
+            }
+        }
+    }
+
+    /// Every line that arrives within `within` from now.
+    fn drain(&mut self, within: std::time::Duration) -> Vec<(std::time::Instant, String)> {
+        let deadline = std::time::Instant::now() + within;
+        let mut got = Vec::new();
+        while let Ok(line) = self.lines.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+            self.seen.push(line.clone());
+            got.push(line);
+        }
+        got
+    }
+
+    /// SIGKILL: the JVM gets no chance to say goodbye (run.sh execs it).
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for JavaSdk {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 /// Operators reach a 5.x SDK consumer through Silo with the stock `mqadmin`, as they reach a
 /// remoting one: `consumerConnection` lists it (Java, CONSUME_PASSIVELY, its subscription);
 /// `consumerStatus -s` shows its properties and its thread stack, which the broker asked for down
@@ -241,9 +331,7 @@ fn mqadmin(namesrv: SocketAddr, args: &[&str]) -> (String, String) {
 /// broker, so there every one of these answers "not online".)
 #[test]
 fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
-    use std::io::BufRead as _;
-    use std::process::Stdio;
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
@@ -253,48 +341,15 @@ fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
         run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
     assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
     let group = format!("sdk5-java-normal-{suffix}");
-    let hold_log = dir.path().join("hold.err");
-    let mut hold = Command::new("bash")
-        .arg(repo().join("interop/sdk5/java/run.sh"))
-        .args(["hold", "--endpoint", &silo.grpc.to_string(), "--suffix", &suffix, "--seconds", "300"])
-        .env("SDK5_TLS", "1")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(std::fs::File::create(&hold_log).unwrap())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = std::sync::mpsc::channel::<String>();
-    let out = hold.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut seen = Vec::new();
-    let mut wait_for = |what: &str, pred: &dyn Fn(&str) -> bool, within: Duration| -> String {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match lines.recv_timeout(left) {
-                Ok(line) => {
-                    seen.push(line.clone());
-                    if pred(&line) {
-                        return line;
-                    }
-                }
-                Err(_) => panic!(
-                    "the held consumer did not print {what}; it printed {seen:?}\nits stderr:\n{}\nbroker log:\n{}",
-                    std::fs::read_to_string(&hold_log).unwrap_or_default(),
-                    silo.log_tail()
-                ),
-            }
-        }
-    };
-    let sent = wait_for("SENT", &|l| l.starts_with("SENT "), Duration::from_secs(120));
+    let endpoint = silo.grpc.to_string();
+    let mut hold = JavaSdk::spawn(
+        "hold",
+        &["--endpoint", &endpoint, "--suffix", &suffix, "--seconds", "300"],
+        dir.path().join("hold.err"),
+    );
+    let (_, sent) = hold.wait_for("SENT", |l| l.starts_with("SENT "), Duration::from_secs(120), &silo);
     let message_id = sent.split_whitespace().nth(1).unwrap().to_owned();
-    wait_for("READY", &|l| l == "READY", Duration::from_secs(60));
+    hold.wait_for("READY", |l| l == "READY", Duration::from_secs(60), &silo);
 
     let (connections, err) = mqadmin(silo.namesrv, &["consumerConnection", "-g", &group]);
     let row = connections
@@ -319,20 +374,99 @@ fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
         "{pushed}\n{err}"
     );
     let again = format!("CONSUMED {message_id} hold-{suffix}");
-    wait_for("the message consumed again", &|l| l == again, Duration::from_secs(30));
+    hold.wait_for("the message consumed again", |l| l == again, Duration::from_secs(30), &silo);
 
     let (_, refused) =
         mqadmin(silo.namesrv, &["queryMsgById", "-t", &group, "-i", &message_id, "-g", &group, "-d", "nobody@1"]);
     assert!(refused.contains(&format!("The Consumer <{group}> <nobody@1> not online")), "{refused}");
 
-    drop(hold.stdin.take());
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while hold.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = hold.kill();
-            break;
+    hold.kill();
+}
+
+/// A 5.x SDK consumer SIGKILLed while it holds unacknowledged messages: they come back to
+/// another consumer of the group once each, as a second delivery attempt, when their invisible
+/// time runs out. A SimpleConsumer's after the 10 s it asked for; a PushConsumer's (whose
+/// messages the broker renews while the client lives) not while it lives, though it holds them
+/// twice their invisible time, and once it is dead, at the deadline of their last renewal.
+#[test]
+fn a_5x_consumer_killed_holding_messages_gets_them_back_once_after_their_invisible_time() {
+    use std::collections::BTreeMap;
+    use std::time::Duration;
+
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    // Push consumers' messages invisible for 10 s and renewed 3 s before that runs out; a client
+    // is gone 3 s after its last stream closed.
+    let silo = SiloServer::start(
+        &dir.path().join("store"),
+        &[
+            "--set",
+            "defaultInvisibleTimeMills=10000",
+            "--set",
+            "renewAheadTimeMillis=3000",
+            "--set",
+            "grpcClientGraceMillis=3000",
+        ],
+    );
+    let endpoint = silo.grpc.to_string();
+    const COUNT: usize = 5;
+    const INVISIBLE: Duration = Duration::from_secs(10);
+    for kind in ["simple", "push"] {
+        let suffix = format!("k{kind}{}", std::process::id());
+        let (ok, stdout, stderr) =
+            run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
+        assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        let common = ["--endpoint", endpoint.as_str(), "--suffix", suffix.as_str(), "--seconds", "240"];
+        let mut hold = JavaSdk::spawn(
+            "crash",
+            &[&common[..], &["--role", "hold", "--kind", kind, "--count", "5", "--invisible-seconds", "10"]].concat(),
+            dir.path().join(format!("hold-{kind}.err")),
+        );
+        let (held_at, _) = hold.wait_for("HOLDING", |l| l == "HOLDING", Duration::from_secs(120), &silo);
+        let held: Vec<String> = hold
+            .seen
+            .iter()
+            .filter_map(|(_, l)| l.strip_prefix("HELD ").map(|r| r.split_whitespace().next().unwrap().to_owned()))
+            .collect();
+        assert_eq!(held.len(), COUNT, "{kind}: {:?}", hold.seen);
+        let mut take = JavaSdk::spawn(
+            "crash",
+            &[&common[..], &["--role", "take"]].concat(),
+            dir.path().join(format!("take-{kind}.err")),
+        );
+        take.wait_for("TAKING", |l| l == "TAKING", Duration::from_secs(60), &silo);
+        if kind == "push" {
+            // Alive, it keeps them: nothing comes back in twice their invisible time.
+            let early = take.drain(2 * INVISIBLE);
+            assert!(early.is_empty(), "the broker let a live push consumer's messages go: {early:?}");
         }
-        std::thread::sleep(Duration::from_millis(100));
+        hold.kill();
+        let mut got: BTreeMap<String, Vec<(Duration, String)>> = BTreeMap::new();
+        while got.len() < COUNT {
+            let (at, line) =
+                take.wait_for("every held message back", |l| l.starts_with("GOT "), Duration::from_secs(90), &silo);
+            let mut f = line.split_whitespace().skip(1);
+            let (id, attempt) = (f.next().unwrap().to_owned(), f.next().unwrap().to_owned());
+            got.entry(id).or_default().push((at.duration_since(held_at), attempt));
+        }
+        // And none of them again.
+        for (_, line) in take.drain(Duration::from_secs(5)) {
+            if let Some(id) = line.strip_prefix("GOT ").and_then(|r| r.split_whitespace().next()) {
+                got.entry(id.to_owned()).or_default().push((Duration::ZERO, "again".into()));
+            }
+        }
+        let mut ids: Vec<&String> = got.keys().collect();
+        ids.sort();
+        let mut want: Vec<&String> = held.iter().collect();
+        want.sort();
+        assert_eq!(ids, want, "{kind}: other messages came back than were held");
+        for (id, deliveries) in &got {
+            assert_eq!(deliveries.len(), 1, "{kind}: {id} came back {deliveries:?}");
+            let (after, attempt) = &deliveries[0];
+            assert_eq!(attempt, "2", "{kind}: {id}'s delivery attempt");
+            // Not before its invisible time (the hold received it just before HOLDING).
+            assert!(*after >= INVISIBLE - Duration::from_secs(2), "{kind}: {id} back {after:?} after it was held");
+        }
+        take.kill();
     }
-    let _ = hold.wait();
 }

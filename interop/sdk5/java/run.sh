@@ -63,6 +63,11 @@ elif [ "${1:-}" = hold ]; then
     # `run.sh hold ...`: a push consumer that stays online for admin tools (Hold.java).
     shift
     main=dev.silo.interop.sdk5.Hold
+elif [ "${1:-}" = crash ]; then
+    # `run.sh crash ...`: a consumer that holds messages until it is killed, or the one that
+    # takes them after (Crash.java).
+    shift
+    main=dev.silo.interop.sdk5.Crash
 fi
 exec java "${jvm[@]}" \
     -Duser.home="$here/target/sdk-home" \
