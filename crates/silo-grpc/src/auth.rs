@@ -9,25 +9,41 @@
 use hmac::{KeyInit, Mac};
 use silo_broker::config::AuthSettings;
 
-/// Why a request was refused (Apache's messages).
+/// Why a request was refused (Apache's messages, checked against its proxy 5.3.3).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
     #[error("username cannot be null.")]
     NoUser,
     #[error("datetime is null.")]
     NoDateTime,
+    /// No space between the algorithm and the fields, or a header past any real one's size.
     #[error("authentication header is incorrect.")]
     Malformed,
+    /// A field with no `=` (an empty one too).
+    #[error("authentication keyValues length is incorrect, actual length=1.")]
+    FieldWithoutValue,
+    /// `Credential=` with nothing but slashes.
+    #[error("authentication credential length is incorrect, actual length=0.")]
+    EmptyCredential,
+    /// A `Signature` that is not hex (the proxy fails to build its context).
+    #[error("create authentication context error.")]
+    SignatureNotHex,
     #[error("User:{0} is not found.")]
     UnknownUser(String),
     #[error("check signature failed.")]
     BadSignature,
 }
 
-/// The longest `authorization` header read (a real one is under 200 bytes).
-const MAX_AUTHORIZATION_LEN: usize = 1024;
+/// The longest `authorization` header read: HTTP/2's own header limit (16 KiB) bounds it
+/// anyway; a real one is under 200 bytes.
+const MAX_AUTHORIZATION_LEN: usize = 16 * 1024;
 
-/// Checks a request's `authorization` and `x-mq-date-time` headers; the user it is signed by.
+/// The longest signature decoded: an HMAC-SHA1 is 20 bytes, so anything longer fails the
+/// check (as the proxy's does) without being decoded.
+const MAX_SIGNATURE_HEX: usize = 128;
+
+/// Checks a request's `authorization` and `x-mq-date-time` headers, in the proxy's order
+/// (header, date, fields, user, signature); the user it is signed by.
 pub fn authenticate<'a>(
     settings: &'a AuthSettings,
     authorization: Option<&str>,
@@ -41,35 +57,61 @@ pub fn authenticate<'a>(
     let (_algorithm, fields) = authorization.split_once(' ').ok_or(AuthError::Malformed)?;
     let mut username = None;
     let mut signature = None;
-    for field in fields.split(',') {
-        let (key, value) = field.trim().split_once('=').ok_or(AuthError::Malformed)?;
+    // As Java's `split(",")`: trailing empty fields are dropped, others count.
+    for field in fields.trim_end_matches(',').split(',') {
+        let (key, value) = field.trim().split_once('=').ok_or(AuthError::FieldWithoutValue)?;
         match key {
-            "Credential" => username = value.split('/').next(),
-            "Signature" => signature = Some(value),
+            "Credential" => {
+                // Java's `split("/")` of nothing but slashes is empty.
+                if !value.is_empty() && value.chars().all(|c| c == '/') {
+                    return Err(AuthError::EmptyCredential);
+                }
+                username = value.split('/').next();
+            }
+            "Signature" => {
+                // Every signature field is decoded as it is read, as the proxy decodes them.
+                if !is_hex(value) {
+                    return Err(AuthError::SignatureNotHex);
+                }
+                signature = Some(value);
+            }
             _ => {}
         }
     }
     let username = username.filter(|u| !u.is_empty()).ok_or(AuthError::NoUser)?;
     let user = settings.user(username).ok_or_else(|| AuthError::UnknownUser(username.to_owned()))?;
-    let expected = signature.and_then(decode_hex).ok_or(AuthError::BadSignature)?;
+    let mut expected = [0u8; MAX_SIGNATURE_HEX / 2];
+    let len = signature.and_then(|s| decode_hex(s, &mut expected)).ok_or(AuthError::BadSignature)?;
     let mut mac =
         hmac::Hmac::<sha1::Sha1>::new_from_slice(user.password.as_bytes()).map_err(|_| AuthError::BadSignature)?;
     mac.update(date_time.as_bytes());
-    mac.verify_slice(&expected).map_err(|_| AuthError::BadSignature)?;
+    mac.verify_slice(expected.get(..len).unwrap_or_default()).map_err(|_| AuthError::BadSignature)?;
     Ok(&user.username)
 }
 
-fn decode_hex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) || s.len() > 128 {
-        return None;
-    }
-    let nibble = |b: u8| match b {
+fn nibble(b: u8) -> Option<u8> {
+    match b {
         b'0'..=b'9' => Some(b - b'0'),
         b'a'..=b'f' => Some(b - b'a' + 10),
         b'A'..=b'F' => Some(b - b'A' + 10),
         _ => None,
-    };
-    s.as_bytes().chunks(2).map(|p| Some(nibble(*p.first()?)? << 4 | nibble(*p.get(1)?)?)).collect()
+    }
+}
+
+/// Hex as Java's `Hex.decodeHex` takes it: an even number of hex digits (none is fine).
+fn is_hex(s: &str) -> bool {
+    s.len().is_multiple_of(2) && s.bytes().all(|b| nibble(b).is_some())
+}
+
+/// Decodes hex `s` (already [`is_hex`]) into `out`; `None` if it does not fit.
+fn decode_hex(s: &str, out: &mut [u8]) -> Option<usize> {
+    if s.len() / 2 > out.len() {
+        return None;
+    }
+    for (pair, byte) in s.as_bytes().chunks(2).zip(out.iter_mut()) {
+        *byte = nibble(*pair.first()?)? << 4 | nibble(*pair.get(1)?)?;
+    }
+    Some(s.len() / 2)
 }
 
 #[cfg(test)]
@@ -105,9 +147,36 @@ mod tests {
         assert_eq!(authenticate(&settings, Some(&wrong), Some(date)), Err(AuthError::BadSignature));
         let bob = signed("bob", "s3cret", date);
         assert_eq!(authenticate(&settings, Some(&bob), Some(date)), Err(AuthError::UnknownUser("bob".into())));
-        for junk in ["MQv2-HMAC-SHA1", "x", "MQv2 Credential", "MQv2 Credential=alice, Signature=zz", &"a".repeat(5000)]
-        {
-            assert!(authenticate(&settings, Some(junk), Some(date)).is_err(), "{junk}");
+        // Each malformed header gets the words Apache's proxy 5.3.3 answered it with.
+        let cases = [
+            ("MQv2-HMAC-SHA1", AuthError::Malformed),
+            (&*"a".repeat(5000), AuthError::Malformed),
+            ("MQv2 Credential", AuthError::FieldWithoutValue),
+            ("MQv2 Credential=alice,,Signature=00", AuthError::FieldWithoutValue),
+            ("MQv2 Credential=/", AuthError::EmptyCredential),
+            ("MQv2 Credential=alice, Signature=zz", AuthError::SignatureNotHex),
+            ("MQv2 Credential=alice, Signature=abc", AuthError::SignatureNotHex),
+            // Hex is read before the user is looked up, every Signature field of it.
+            ("MQv2 Credential=nobody, Signature=zz", AuthError::SignatureNotHex),
+            ("MQv2 Credential=alice, Signature=zz, Signature=00", AuthError::SignatureNotHex),
+            ("MQv2 Credential=, Signature=00", AuthError::NoUser),
+            ("MQv2 SignedHeaders=x-mq-date-time, Signature=00", AuthError::NoUser),
+            ("MQv2 Credential=alice", AuthError::BadSignature),
+            ("MQv2 Credential=alice, Signature=", AuthError::BadSignature),
+            (&*format!("MQv2 Credential=alice, Signature={}", "ab".repeat(100)), AuthError::BadSignature),
+        ];
+        for (header, want) in cases {
+            assert_eq!(authenticate(&settings, Some(header), Some(date)), Err(want), "{header}");
+        }
+        // A trailing comma, another algorithm name, more to the credential and a long unknown
+        // field are all fine, as they are to the proxy.
+        for ok in [
+            format!("{good},"),
+            good.replacen("MQv2-HMAC-SHA1", "Foo", 1),
+            good.replacen("Credential=alice", "Credential=alice/2026/extra", 1),
+            format!("{good}, X={}", "x".repeat(1100)),
+        ] {
+            assert_eq!(authenticate(&settings, Some(&ok), Some(date)), Ok("alice"), "{ok}");
         }
     }
 }

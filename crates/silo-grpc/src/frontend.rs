@@ -73,13 +73,10 @@ impl Frontend {
         out
     }
 
-    /// The caller named by the request's metadata; a request without a client id is refused,
-    /// as Apache's proxy refuses it.
+    /// The caller named by the request's metadata. As Apache's proxy checks them: its
+    /// credentials first (when authentication is on), then that it names a client id.
     pub fn caller<T>(&self, req: &Request<T>) -> Result<Caller, Status> {
         let client_id = header(req, "x-mq-client-id");
-        if client_id.trim().is_empty() {
-            return Err(status(Code::ClientIdRequired, "client id cannot be empty"));
-        }
         let remote = req.extensions().get::<PeerInfo>().map_or(self.local, |p| p.remote);
         if self.broker.config.auth.enabled {
             let authorization = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
@@ -91,6 +88,9 @@ impl Frontend {
                 tracing::debug!(client = client_id, %remote, reason = %e, "gRPC request refused: not authenticated");
                 return Err(status(Code::Unauthorized, e.to_string()));
             }
+        }
+        if client_id.trim().is_empty() {
+            return Err(status(Code::ClientIdRequired, "client id cannot be empty"));
         }
         self.clients.seen(client_id);
         Ok(Caller {
