@@ -34,8 +34,8 @@ pub enum AuthError {
     BadSignature,
 }
 
-/// The longest `authorization` header read: HTTP/2's own header limit (16 KiB) bounds it
-/// anyway; a real one is under 200 bytes.
+/// The longest `authorization` header read (a real one is under 200 bytes; the connection's
+/// header limit, 64 KiB, bounds every header anyway).
 const MAX_AUTHORIZATION_LEN: usize = 16 * 1024;
 
 /// The longest signature decoded: an HMAC-SHA1 is 20 bytes, so anything longer fails the
