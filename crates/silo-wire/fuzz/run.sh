@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 seconds=${1:-300}
-for target in frame header batch records properties json_body receipt_handle; do
+for target in frame header batch records properties json_body receipt_handle ha; do
   mkdir -p "corpus/$target"
   cargo +nightly fuzz run -O "$target" "corpus/$target" "seeds/$target" -- \
     -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 2>&1 | tee "fuzz-$target.log" | grep -E '^(stat::|Done|==|SUMMARY)' || true

@@ -17,6 +17,7 @@
 //! | [`record`] | the stored message record of the commit log and pull bodies |
 //! | [`properties`] | the message properties string |
 //! | [`msgid`], [`checksum`] | message ids, body CRC, tag hash |
+//! | [`ha`] | the master/slave replication stream |
 
 #![forbid(unsafe_code)]
 
@@ -28,6 +29,7 @@ pub mod custom;
 pub mod error;
 pub mod ext_str;
 pub mod frame;
+pub mod ha;
 pub mod header;
 pub mod lenient;
 pub mod msgid;

@@ -34,6 +34,16 @@ fn decode_everything(data: &[u8]) {
             assert!(ack.offsets().count() <= ack.bit_set.len() * 8);
         }
     }
+    let mut at = 0;
+    while let Some(rest) = data.get(at..)
+        && let Ok(Some(t)) = silo_wire::ha::decode_transfer(rest, 64 * 1024)
+    {
+        assert!(at + t.len <= data.len());
+        at += t.len;
+    }
+    if let Ok(Some((offset, consumed))) = silo_wire::ha::last_offset_report(data) {
+        assert!(offset >= 0 && consumed <= data.len());
+    }
     if let Ok(text) = std::str::from_utf8(data)
         && let Ok(handle) = silo_wire::pop::ReceiptHandle::parse(text)
     {
