@@ -40,7 +40,12 @@ fn apache_rocketmq_continues_silos_open_transactions_and_pending_timers() {
     let apache = ApacheServers::start_with(&dir.path().join("java"), Some(&store), &APACHE_TRANSACTION_KEYS);
     let ns = format!("127.0.0.1:{}", apache.namesrv_port);
     java_scenario(&ns, "transactions", &["--phase", "check", "--state", transactions]);
-    java_scenario(&ns, "timers", &["--phase", "consume", "--state", timers]);
+    let consumed =
+        std::panic::catch_unwind(|| java_scenario(&ns, "timers", &["--phase", "consume", "--state", timers]));
+    if let Err(e) = consumed {
+        let why = e.downcast_ref::<String>().cloned().unwrap_or_default();
+        panic!("{why}\nApache's broker on its store:\n{}", apache.store_complaints());
+    }
 }
 
 #[test]

@@ -92,6 +92,20 @@ pub struct ApacheServers {
 }
 
 impl ApacheServers {
+    /// What the broker's log says about its store refusing work: a disk it marked full (it
+    /// refuses writes past `diskMaxUsedSpaceRatio`, 90% at most, of the whole partition, so a
+    /// crowded machine fails a test that has nothing to do with disks) and messages its timer
+    /// service gave up on. For a failing test's message.
+    pub fn store_complaints(&self) -> String {
+        let log = std::fs::read_to_string(self.dir.join("logs/broker.log")).unwrap_or_default();
+        let found: Vec<&str> = log
+            .lines()
+            .filter(|l| l.contains("disk maybe full") || l.contains("mark disk full") || l.contains("retries"))
+            .take(20)
+            .collect();
+        if found.is_empty() { "(nothing about a full disk or given-up timers)".into() } else { found.join("\n") }
+    }
+
     /// Starts both on free loopback ports, with every file they write under `dir`, and waits
     /// until the broker is registered and answering.
     pub fn start(dir: &Path) -> Self {
