@@ -17,11 +17,11 @@ use silo_wire::LanguageCode;
 use silo_wire::record::{Decoded, decode_record};
 use tokio::sync::oneshot;
 
-use crate::convert::{self, Delivery};
+use crate::convert;
 use crate::frontend::{Frontend, ok};
 use crate::proto::telemetry_command::Command;
 use crate::proto::{
-    ClientType, Code, FilterType, PrintThreadStackTraceCommand, Resource, Status, TelemetryCommand, ThreadStackTrace,
+    ClientType, Code, FilterType, PrintThreadStackTraceCommand, Status, TelemetryCommand, ThreadStackTrace,
     VerifyMessageCommand, VerifyMessageResult,
 };
 
@@ -171,19 +171,10 @@ impl Frontend {
                     self.calls.close(&nonce);
                     return refused(BrokerError::StoredRecordCorrupt);
                 };
-                let body = record.slice_ref(rec.body);
-                let topic = Resource { resource_namespace: String::new(), name: rec.topic.to_owned() };
-                let message = convert::message(
-                    &rec,
-                    body,
-                    Delivery {
-                        topic: &topic,
-                        receipt_handle: None,
-                        reconsumed: rec.meta.reconsume_times,
-                        digest: convert::DigestKind::Md5,
-                        max_inflated: self.broker.config.max_message_size as u64,
-                    },
-                );
+                let max_inflated = self.broker.config.max_message_size as u64;
+                let reconsumed = rec.meta.reconsume_times;
+                let message =
+                    convert::pushed_message(&rec, record.slice_ref(rec.body), rec.topic, reconsumed, max_inflated);
                 Command::VerifyMessageCommand(Box::new(VerifyMessageCommand {
                     nonce: nonce.clone(),
                     message: Some(message),

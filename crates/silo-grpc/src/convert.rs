@@ -124,6 +124,21 @@ pub struct Delivery<'a> {
     pub max_inflated: u64,
 }
 
+/// A stored message as a command the broker pushes down a Telemetry stream carries it (a
+/// transaction check, a message to verify): no receipt handle, an MD5 body digest, delivered
+/// `reconsumed` times before, as the proxy builds them.
+pub fn pushed_message(
+    record: &StoredRecord<'_>,
+    body: Bytes,
+    topic: &str,
+    reconsumed: i32,
+    max_inflated: u64,
+) -> Message {
+    let topic = Resource { resource_namespace: String::new(), name: topic.to_owned() };
+    let d = Delivery { topic: &topic, receipt_handle: None, reconsumed, digest: DigestKind::Md5, max_inflated };
+    message(record, body, d)
+}
+
 /// The body of `record`, read from `message`, as a slice of the same mapping.
 pub fn body_of(message: &MessageRef, record: &StoredRecord<'_>) -> Bytes {
     let start = (record.body.as_ptr() as usize).saturating_sub(message.as_ptr() as usize);

@@ -14,12 +14,12 @@ use silo_wire::properties::keys;
 use silo_wire::record::{Decoded, decode_record};
 use tonic::{Request, Response};
 
-use crate::convert::{self, Delivery};
+use crate::convert;
 use crate::frontend::{Frontend, error_status, ok, status};
 use crate::proto::telemetry_command::Command;
 use crate::proto::{
-    Code, EndTransactionRequest, EndTransactionResponse, RecoverOrphanedTransactionCommand, Resource, Status,
-    TelemetryCommand, TransactionResolution, TransactionSource,
+    Code, EndTransactionRequest, EndTransactionResponse, RecoverOrphanedTransactionCommand, Status, TelemetryCommand,
+    TransactionResolution, TransactionSource,
 };
 use crate::validate;
 
@@ -82,18 +82,8 @@ impl Frontend {
         let Some(tx) = self.clients.producer_stream(&check.real_topic, turn) else { return false };
         let Ok(Decoded::Record(rec)) = decode_record(&check.message, 0) else { return false };
         let body = bytes::Bytes::copy_from_slice(rec.body);
-        let topic = Resource { resource_namespace: String::new(), name: check.real_topic.clone() };
-        let message = convert::message(
-            &rec,
-            body,
-            Delivery {
-                topic: &topic,
-                receipt_handle: None,
-                reconsumed: 0,
-                digest: convert::DigestKind::Md5,
-                max_inflated: self.broker.config.max_message_size as u64,
-            },
-        );
+        let max_inflated = self.broker.config.max_message_size as u64;
+        let message = convert::pushed_message(&rec, body, &check.real_topic, 0, max_inflated);
         let transaction_id = offset_msg_id(self.broker.config.broker_addr(), check.commit_log_offset).to_string();
         let cmd = TelemetryCommand {
             status: Some(ok()),

@@ -88,15 +88,19 @@ fn run(script: &str, args: &[&str]) -> (bool, String, String) {
     )
 }
 
+/// Creates the suites' topics and groups of `suffix` for `languages` (interop/sdk5/resources.sh).
+fn create_resources(namesrv: &str, suffix: &str, languages: &[&str]) {
+    let args = [&["--namesrv", namesrv, "--suffix", suffix][..], languages].concat();
+    let (ok, stdout, stderr) = run("interop/sdk5/resources.sh", &args);
+    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+}
+
 /// The two tests take turns: each runs five SDKs' suites, and two at once would share two cores.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// Runs every language's suite against `endpoint`; the report, and the failures.
 fn run_suites(endpoint: &str, namesrv: &str, suffix: &str, tls_for: &[&str]) -> (String, Vec<String>) {
-    let mut args = vec!["--namesrv", namesrv, "--suffix", suffix];
-    args.extend(LANGUAGES);
-    let (ok, stdout, stderr) = run("interop/sdk5/resources.sh", &args);
-    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    create_resources(namesrv, suffix, &LANGUAGES);
     let mut failed = Vec::new();
     let mut report = String::new();
     for lang in LANGUAGES {
@@ -185,9 +189,7 @@ fn the_java_sdk_signs_its_requests_when_silo_requires_credentials() {
         ],
     );
     let suffix = format!("a{}", std::process::id());
-    let (ok, stdout, stderr) =
-        run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
-    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    create_resources(&silo.namesrv.to_string(), &suffix, &["java"]);
     let suite = |secret: &str| {
         let out = Command::new("bash")
             .arg(repo().join("interop/sdk5/java/run.sh"))
@@ -337,9 +339,7 @@ fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
     let dir = tempfile::tempdir().unwrap();
     let silo = start_silo(dir.path());
     let suffix = format!("m{}", std::process::id());
-    let (ok, stdout, stderr) =
-        run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
-    assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+    create_resources(&silo.namesrv.to_string(), &suffix, &["java"]);
     let group = format!("sdk5-java-normal-{suffix}");
     let endpoint = silo.grpc.to_string();
     let mut hold = JavaSdk::spawn(
@@ -413,9 +413,7 @@ fn a_5x_consumer_killed_holding_messages_gets_them_back_once_after_their_invisib
     const INVISIBLE: Duration = Duration::from_secs(10);
     for kind in ["simple", "push"] {
         let suffix = format!("k{kind}{}", std::process::id());
-        let (ok, stdout, stderr) =
-            run("interop/sdk5/resources.sh", &["--namesrv", &silo.namesrv.to_string(), "--suffix", &suffix, "java"]);
-        assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
+        create_resources(&silo.namesrv.to_string(), &suffix, &["java"]);
         let common = ["--endpoint", endpoint.as_str(), "--suffix", suffix.as_str(), "--seconds", "240"];
         let mut hold = JavaSdk::spawn(
             "crash",

@@ -142,7 +142,8 @@ impl Broker {
             .ok()
             .and_then(|(_, offset)| self.store.read_at(offset).ok())
         {
-            Some(r) => bytes::Bytes::copy_from_slice(&r),
+            // The record as the store maps it: passed on without a copy.
+            Some(r) => bytes::Bytes::from_owner(r),
             None => {
                 return Some(response::error(
                     opaque,

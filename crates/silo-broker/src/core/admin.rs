@@ -232,13 +232,10 @@ fn java_double(v: f64) -> String {
 
 /// A front end's subscription as a remoting client reports one (`SubscriptionData`).
 pub(crate) fn subscription_data(sub: &super::client_call::Subscription) -> silo_wire::body::SubscriptionData {
-    let tags: Vec<String> = if sub.expression_type == "TAG" {
-        super::pull::parse_tags(&sub.expression)
-            .map(|_| sub.expression.split("||").map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect())
-            .unwrap_or_default()
-    } else {
-        Vec::new()
-    };
+    let tags: Vec<String> = super::pull::tag_names(&sub.expression)
+        .filter(|_| sub.expression_type == "TAG")
+        .map(|tags| tags.map(str::to_owned).collect())
+        .unwrap_or_default();
     silo_wire::body::SubscriptionData {
         class_filter_mode: false,
         code_set: tags.iter().map(|t| silo_wire::body::TagCode(silo_wire::checksum::java_string_hash(t))).collect(),

@@ -25,20 +25,18 @@ pub const CATCH_UP: Duration = Duration::from_secs(1);
 /// Longest a pull is held, whatever the consumer asks.
 pub const MAX_HOLD: Duration = Duration::from_secs(30);
 
-/// Tag codes of a subscription expression: `None` for everything (`*` or empty).
-pub fn parse_tags(expression: &str) -> Option<Vec<i64>> {
+/// The tags a subscription expression names (`a || b`): `None` for everything (`*` or empty).
+pub fn tag_names(expression: &str) -> Option<impl Iterator<Item = &str>> {
     let expression = expression.trim();
     if expression.is_empty() || expression == "*" {
         return None;
     }
-    Some(
-        expression
-            .split("||")
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-            .map(|t| i64::from(java_string_hash(t)))
-            .collect(),
-    )
+    Some(expression.split("||").map(str::trim).filter(|t| !t.is_empty()))
+}
+
+/// Tag codes of a subscription expression: `None` for everything (`*` or empty).
+pub fn parse_tags(expression: &str) -> Option<Vec<i64>> {
+    tag_names(expression).map(|tags| tags.map(|t| i64::from(java_string_hash(t))).collect())
 }
 
 /// Which subscription filters a pull.

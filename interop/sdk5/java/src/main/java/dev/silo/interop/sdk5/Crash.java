@@ -8,8 +8,6 @@ import java.util.Set;
 import java.util.concurrent.CountDownLatch;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
-import org.apache.rocketmq.client.apis.consumer.FilterExpression;
-import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
@@ -112,29 +110,23 @@ public final class Crash {
     private static void holdPushed(Ctx ctx, String topic, String group, int count, long deadline) throws Exception {
         Set<String> held = java.util.concurrent.ConcurrentHashMap.newKeySet();
         CountDownLatch never = new CountDownLatch(1);
-        ctx.closeLater(ctx.provider.newPushConsumerBuilder()
-            .setClientConfiguration(ctx.config)
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Map.of(topic, new FilterExpression("*", FilterExpressionType.TAG)))
-            .setConsumptionThreadCount(count)
-            .setMessageListener(v -> {
-                synchronized (held) {
-                    // One at a time, so that HOLDING follows the last HELD line.
-                    if (held.add(v.getMessageId().toString())) {
-                        say("HELD " + v.getMessageId() + " " + v.getDeliveryAttempt());
-                        if (held.size() == count) {
-                            say("HOLDING");
-                        }
+        ctx.pushConsumer(group, topic, count, v -> {
+            synchronized (held) {
+                // One at a time, so that HOLDING follows the last HELD line.
+                if (held.add(v.getMessageId().toString())) {
+                    say("HELD " + v.getMessageId() + " " + v.getDeliveryAttempt());
+                    if (held.size() == count) {
+                        say("HOLDING");
                     }
                 }
-                try {
-                    never.await();
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-                return ConsumeResult.FAILURE;
-            })
-            .build());
+            }
+            try {
+                never.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return ConsumeResult.FAILURE;
+        });
         send(ctx, topic, count);
         waitUntil(deadline);
     }

@@ -15,6 +15,8 @@ import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
+import org.apache.rocketmq.client.apis.consumer.MessageListener;
+import org.apache.rocketmq.client.apis.consumer.PushConsumer;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.message.MessageView;
 import org.apache.rocketmq.client.apis.producer.Producer;
@@ -107,6 +109,18 @@ final class Ctx {
 
     interface ProducerCustomizer {
         void apply(ProducerBuilder b);
+    }
+
+    /** A started PushConsumer of GROUP on TOPIC, filter "*", with THREADS consumption threads. */
+    PushConsumer pushConsumer(String group, String topic, int threads, MessageListener listener)
+        throws ClientException {
+        return closeLater(provider.newPushConsumerBuilder()
+            .setClientConfiguration(config)
+            .setConsumerGroup(group)
+            .setSubscriptionExpressions(Map.of(topic, new FilterExpression("*", FilterExpressionType.TAG)))
+            .setConsumptionThreadCount(threads)
+            .setMessageListener(listener)
+            .build());
     }
 
     /** A started SimpleConsumer of GROUP on TOPIC, filter "*", long polling AWAIT. */

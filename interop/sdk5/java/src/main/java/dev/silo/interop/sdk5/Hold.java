@@ -2,10 +2,7 @@ package dev.silo.interop.sdk5;
 
 import java.io.IOException;
 import java.time.Duration;
-import java.util.Map;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
-import org.apache.rocketmq.client.apis.consumer.FilterExpression;
-import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.producer.Producer;
 import org.apache.rocketmq.client.apis.producer.SendReceipt;
 
@@ -52,23 +49,17 @@ public final class Hold {
         String body = "hold-" + suffix;
         Object consumed = new Object();
         boolean[] got = {false};
-        ctx.closeLater(ctx.provider.newPushConsumerBuilder()
-            .setClientConfiguration(ctx.config)
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Map.of(topic, new FilterExpression("*", FilterExpressionType.TAG)))
-            .setConsumptionThreadCount(1)
-            .setMessageListener(v -> {
-                synchronized (System.out) {
-                    System.out.println("CONSUMED " + v.getMessageId() + " " + Ctx.body(v));
-                    System.out.flush();
-                }
-                synchronized (consumed) {
-                    got[0] = true;
-                    consumed.notifyAll();
-                }
-                return ConsumeResult.SUCCESS;
-            })
-            .build());
+        ctx.pushConsumer(group, topic, 1, v -> {
+            synchronized (System.out) {
+                System.out.println("CONSUMED " + v.getMessageId() + " " + Ctx.body(v));
+                System.out.flush();
+            }
+            synchronized (consumed) {
+                got[0] = true;
+                consumed.notifyAll();
+            }
+            return ConsumeResult.SUCCESS;
+        });
         Producer producer = ctx.producer(null, topic);
         SendReceipt r = producer.send(ctx.provider.newMessageBuilder()
             .setTopic(topic)

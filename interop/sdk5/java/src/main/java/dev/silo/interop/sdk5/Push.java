@@ -9,8 +9,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.apache.rocketmq.client.apis.ClientException;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
-import org.apache.rocketmq.client.apis.consumer.FilterExpression;
-import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.consumer.SimpleConsumer;
 import org.apache.rocketmq.client.apis.producer.Producer;
 
@@ -54,31 +52,25 @@ final class Push implements Scenario {
         List<String> strays = new CopyOnWriteArrayList<>();
         String prefix = "push-";
         String end = "-" + ctx.suffix;
-        ctx.closeLater(ctx.provider.newPushConsumerBuilder()
-            .setClientConfiguration(ctx.config)
-            .setConsumerGroup(group)
-            .setSubscriptionExpressions(Map.of(topic, new FilterExpression("*", FilterExpressionType.TAG)))
-            .setConsumptionThreadCount(4)
-            .setMessageListener(v -> {
-                String body = Ctx.body(v);
-                int i;
-                try {
-                    i = body.startsWith(prefix) && body.endsWith(end)
-                        ? Integer.parseInt(body.substring(prefix.length(), body.length() - end.length())) : -1;
-                } catch (NumberFormatException e) {
-                    i = -1;
-                }
-                if (i < 0 || i >= COUNT) {
-                    strays.add(body);
-                    return ConsumeResult.SUCCESS;
-                }
-                int attempt = v.getDeliveryAttempt();
-                boolean ok = i != FAIL_ALWAYS && !(i == FAIL_TWICE && attempt < 3);
-                deliveries.computeIfAbsent(i, k -> new CopyOnWriteArrayList<>())
-                    .add(new Delivery(attempt, System.nanoTime(), ok, v.getMessageId().toString()));
-                return ok ? ConsumeResult.SUCCESS : ConsumeResult.FAILURE;
-            })
-            .build());
+        ctx.pushConsumer(group, topic, 4, v -> {
+            String body = Ctx.body(v);
+            int i;
+            try {
+                i = body.startsWith(prefix) && body.endsWith(end)
+                    ? Integer.parseInt(body.substring(prefix.length(), body.length() - end.length())) : -1;
+            } catch (NumberFormatException e) {
+                i = -1;
+            }
+            if (i < 0 || i >= COUNT) {
+                strays.add(body);
+                return ConsumeResult.SUCCESS;
+            }
+            int attempt = v.getDeliveryAttempt();
+            boolean ok = i != FAIL_ALWAYS && !(i == FAIL_TWICE && attempt < 3);
+            deliveries.computeIfAbsent(i, k -> new CopyOnWriteArrayList<>())
+                .add(new Delivery(attempt, System.nanoTime(), ok, v.getMessageId().toString()));
+            return ok ? ConsumeResult.SUCCESS : ConsumeResult.FAILURE;
+        });
 
         Producer producer = ctx.producer(null, topic);
         String[] ids = new String[COUNT];
