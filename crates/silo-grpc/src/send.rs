@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use silo_broker::core::BrokerError;
 use silo_broker::core::send::{Messages, Payload, SendRequest};
+use silo_store::StoreError;
 use silo_wire::msgid::offset_msg_id;
 use silo_wire::properties::keys;
 use silo_wire::record::sys_flag;
@@ -383,10 +384,17 @@ impl Frontend {
             tracing::warn!(error = %e, "stored but not known to be durable");
             for entry in &mut entries {
                 if entry.status.as_ref().is_some_and(|s| s.code == Code::Ok as i32) {
-                    entry.status = Some(status(
-                        Code::MasterPersistenceTimeout,
-                        "send message failed, sendStatus=FLUSH_DISK_TIMEOUT",
-                    ));
+                    entry.status = Some(match e {
+                        StoreError::ReplicaTimeout(_) => {
+                            status(Code::SlavePersistenceTimeout, "send message failed, sendStatus=FLUSH_SLAVE_TIMEOUT")
+                        }
+                        StoreError::ReplicaNotAvailable => {
+                            status(Code::HaNotAvailable, "send message failed, sendStatus=SLAVE_NOT_AVAILABLE")
+                        }
+                        _ => {
+                            status(Code::MasterPersistenceTimeout, "send message failed, sendStatus=FLUSH_DISK_TIMEOUT")
+                        }
+                    });
                 }
             }
         }

@@ -52,6 +52,8 @@ fn store_code(e: &StoreError) -> Code {
         StoreError::InvalidTopic(_) | StoreError::InvalidLmqName(_) => Code::IllegalTopic,
         StoreError::NoRecordAt(_) => Code::MessageNotFound,
         StoreError::FlushTimeout(_) => Code::MasterPersistenceTimeout,
+        StoreError::ReplicaTimeout(_) => Code::SlavePersistenceTimeout,
+        StoreError::ReplicaNotAvailable => Code::HaNotAvailable,
         _ => Code::InternalError,
     }
 }

@@ -127,6 +127,14 @@ impl CommitLog {
         self.flushed_offset.fetch_max(offset, Ordering::AcqRel);
     }
 
+    /// An empty log that is to begin at `offset` (a replica's first segment, where its
+    /// master's last one starts) rather than at 0.
+    pub(crate) fn start_at(&self, offset: i64) {
+        self.min_offset.store(offset, Ordering::Release);
+        self.max_offset.store(offset, Ordering::Release);
+        self.flushed_offset.store(offset, Ordering::Release);
+    }
+
     /// A snapshot of the segment list.
     pub fn segments(&self) -> Vec<Arc<MappedFile>> {
         self.segments.read().unwrap_or_else(|e| e.into_inner()).clone()

@@ -71,6 +71,9 @@ pub struct StoreConfig {
     /// wait flushes in the caller's thread: one thread does everything, in an order fixed by
     /// the caller, which is what a deterministic simulation needs.
     pub background: bool,
+    /// A synchronous master (`brokerRole=SYNC_MASTER`): an acknowledgement also waits for a
+    /// slave's confirmation. `None` for an asynchronous master or a slave.
+    pub sync_replication: Option<crate::SyncReplication>,
 }
 
 /// When the store cleans early, cleans by force and refuses writes, by the used ratio of the
@@ -124,6 +127,7 @@ impl StoreConfig {
             fs: crate::fs::real(),
             disk: DiskPolicy::default(),
             background: true,
+            sync_replication: None,
         }
     }
 

@@ -46,6 +46,17 @@ pub enum StoreError {
     /// really is on disk).
     #[error("writes are stopped: {0}")]
     WritesStopped(String),
+    /// The store follows a master: it takes the master's bytes, not messages of its own.
+    #[error("the store is a replica: it takes no messages of its own")]
+    Replica,
+    /// A synchronous master's send: no slave confirmed the bytes within the timeout; the
+    /// message is stored on the master.
+    #[error("no slave confirmed the message within {0:?}")]
+    ReplicaTimeout(std::time::Duration),
+    /// A synchronous master's send: no slave is connected and in sync; the message is stored
+    /// on the master.
+    #[error("no slave is available")]
+    ReplicaNotAvailable,
     /// The store is shutting down or was shut down.
     #[error("the store is shut down")]
     ShutDown,

@@ -27,4 +27,6 @@ pub use clock::{Clock, ManualClock, SystemClock};
 pub use config::{DiskPolicy, FlushMode, StoreConfig};
 pub use error::{Result, StoreError};
 pub use store::{AppendResult, Appender, MessageToStore};
-pub use store::{GetResult, GetStatus, MessageRef, RecoveryReport, Store, TagFilter};
+pub use store::{
+    GetResult, GetStatus, LogSlice, MessageRef, RecoveryReport, ReplicaError, Store, SyncReplication, TagFilter,
+};

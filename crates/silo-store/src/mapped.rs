@@ -193,6 +193,19 @@ impl MappedFile {
         self.readable(pos, wrote.checked_sub(pos)?)
     }
 
+    /// Bytes `[pos, pos + len)` the caller wrote but may not have published yet.
+    ///
+    /// # Safety
+    /// The caller is the file's only writer (as for [`write_at`](Self::write_at)) and wrote
+    /// the range itself; nothing writes it while the slice lives.
+    pub unsafe fn written(&self, pos: usize, len: usize) -> &[u8] {
+        let end = pos.saturating_add(len).min(self.size);
+        let pos = pos.min(end);
+        // SAFETY: `pos..end` is inside the mapping (clamped), and the caller contract keeps it
+        // unchanged while borrowed.
+        unsafe { std::slice::from_raw_parts(self.base.add(pos), end - pos) }
+    }
+
     /// Copies `parts` one after another into the file at `pos`, without publishing them.
     ///
     /// # Safety

@@ -101,6 +101,7 @@ pub mod response {
     pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
     pub const FLUSH_DISK_TIMEOUT: i32 = 10;
     pub const SLAVE_NOT_AVAILABLE: i32 = 11;
+    pub const FLUSH_SLAVE_TIMEOUT: i32 = 12;
     pub const MESSAGE_ILLEGAL: i32 = 13;
     pub const SERVICE_NOT_AVAILABLE: i32 = 14;
     pub const NO_PERMISSION: i32 = 16;

@@ -84,7 +84,11 @@ pub fn error_response(opaque: i32, e: &BrokerError) -> Outgoing {
                 rs::MESSAGE_ILLEGAL
             }
             StoreError::FlushTimeout(_) => rs::FLUSH_DISK_TIMEOUT,
-            StoreError::ShutDown | StoreError::DiskFull(_) | StoreError::WritesStopped(_) => rs::SERVICE_NOT_AVAILABLE,
+            StoreError::ReplicaTimeout(_) => rs::FLUSH_SLAVE_TIMEOUT,
+            StoreError::ReplicaNotAvailable => rs::SLAVE_NOT_AVAILABLE,
+            StoreError::ShutDown | StoreError::DiskFull(_) | StoreError::WritesStopped(_) | StoreError::Replica => {
+                rs::SERVICE_NOT_AVAILABLE
+            }
             _ => rs::SYSTEM_ERROR,
         },
     };
@@ -108,13 +112,25 @@ impl crate::broker::Broker {
             if let Err(e) = broker.store.durable(end).await {
                 tracing::warn!(error = %e, "stored but not known to be durable");
                 if let Some(r) = &mut reply {
-                    r.header.code = rs::FLUSH_DISK_TIMEOUT;
+                    r.header.code = not_durable_code(&e);
                 }
             }
             if let Some(r) = reply {
                 channel.send(r);
             }
         });
+    }
+}
+
+/// The code of an answer whose message is stored but did not pass the durability wait: still
+/// a success to the client, which reads the code as the send's status (Java's
+/// `SendStatus.FLUSH_DISK_TIMEOUT`, `FLUSH_SLAVE_TIMEOUT`, `SLAVE_NOT_AVAILABLE`).
+fn not_durable_code(e: &silo_store::StoreError) -> i32 {
+    use silo_store::StoreError;
+    match e {
+        StoreError::ReplicaTimeout(_) => rs::FLUSH_SLAVE_TIMEOUT,
+        StoreError::ReplicaNotAvailable => rs::SLAVE_NOT_AVAILABLE,
+        _ => rs::FLUSH_DISK_TIMEOUT,
     }
 }
 

@@ -370,11 +370,13 @@ pub(crate) struct Writer {
     pub(crate) state: Mutex<AppendState>,
     /// Whether appends are accepted (full disk, failed sync).
     pub(crate) gate: WriteGate,
+    /// Set while the store follows a master (`replica.rs`): local appends are refused.
+    pub(crate) replica: super::replica::ReplicaState,
 }
 
 impl Writer {
     /// Notes a full disk met while making room, for the gate's log and status.
-    fn room<T>(&self, made: Result<T>) -> Result<T> {
+    pub(crate) fn room<T>(&self, made: Result<T>) -> Result<T> {
         match made {
             Ok(v) => {
                 self.gate.found_space();
@@ -411,6 +413,9 @@ impl AppendContext<'_> {
             return Err(StoreError::ShutDown);
         }
         self.writer.gate.check()?;
+        if self.writer.replica.following.load(std::sync::atomic::Ordering::Relaxed) {
+            return Err(StoreError::Replica);
+        }
         let state = &mut *state;
         let now = self.config.clock.now_ms().max(state.last_store_timestamp);
         // Prepared and rolled-back transaction records are never dispatched, so they take no

@@ -66,6 +66,7 @@ impl Inner {
     }
 
     fn dispatch_with(&self, target: i64, touched: &mut Vec<Arc<ConsumeQueue>>) -> u64 {
+        let _round = self.dispatch_round.lock().unwrap_or_else(|e| e.into_inner());
         let mut records = 0u64;
         let mut at = self.dispatched_offset();
         let mut index = self.index.as_ref().map(|i| i.lock().unwrap_or_else(|e| e.into_inner()));

@@ -32,6 +32,8 @@ pub(crate) struct Inner {
     pub(crate) queues: RwLock<QueueTable>,
     /// Commit-log offset up to which records are dispatched into consume queues.
     pub(crate) dispatched: AtomicI64,
+    /// Held by a dispatch round, so that a replica's truncation never runs beside one.
+    pub(crate) dispatch_round: Mutex<()>,
     /// Set while the dispatcher cannot write a consume queue (and so stops before a record).
     pub(crate) dispatch_stalled: std::sync::atomic::AtomicBool,
     /// Set while index writes fail (logged once).
@@ -56,6 +58,8 @@ pub(crate) struct Inner {
     pub(crate) consume_queue_disk_ratio: std::sync::atomic::AtomicU64,
     /// The background threads and how to wake them (`workers.rs`).
     pub(crate) workers: Workers,
+    /// What the slaves of a master confirmed (`replica.rs`).
+    pub(crate) replicas: super::replica::ReplicaAcks,
     /// The store directory, held for this store alone for its life.
     pub(crate) _lock: Box<dyn crate::fs::StoreLock>,
 }

@@ -11,6 +11,7 @@
 //! | `space.rs` | the disk-space policy: early and forced cleaning, refusing when full |
 //! | `segments.rs` | the segment allocator thread and retention |
 //! | `recovery.rs` | loading queues, cutting the log's torn tail, re-dispatch |
+//! | `replica.rs` | replication: bytes to ship, bytes received, slaves' confirmations |
 //! | `inner.rs` | the state the parts share: writer, queues, index, flush state, workers |
 //! | `workers.rs` | the background threads: shutdown, and how to wake each |
 //!
@@ -25,6 +26,7 @@ mod gate;
 mod inner;
 mod read;
 mod recovery;
+mod replica;
 mod segments;
 mod space;
 mod workers;
@@ -40,6 +42,7 @@ use self::append::{AppendState, Writer, append_batch, append_one};
 use self::inner::{FlushRequests, Inner};
 pub use self::read::{GetResult, GetStatus, MessageRef, TagFilter};
 pub use self::recovery::RecoveryReport;
+pub use self::replica::{LogSlice, ReplicaError, SyncReplication};
 use self::workers::Workers;
 use crate::checkpoint::CheckpointFile;
 use crate::commit_log::CommitLog;
@@ -82,9 +85,15 @@ impl Store {
         };
         let (flushed_watch, _) = tokio::sync::watch::channel(0i64);
         let inner = Arc::new(Inner {
-            writer: Writer { commit_log, state: Mutex::new(AppendState::default()), gate: Default::default() },
+            writer: Writer {
+                commit_log,
+                state: Mutex::new(AppendState::default()),
+                gate: Default::default(),
+                replica: Default::default(),
+            },
             queues: RwLock::new(HashMap::new()),
             dispatched: AtomicI64::new(0),
+            dispatch_round: Mutex::new(()),
             dispatch_stalled: Default::default(),
             index_failing: Default::default(),
             dispatch_progress: tokio::sync::Notify::new(),
@@ -100,6 +109,7 @@ impl Store {
             disk_ratio: AtomicU64::new(0),
             consume_queue_disk_ratio: AtomicU64::new(0),
             workers: Workers::default(),
+            replicas: Default::default(),
             _lock: lock,
             config,
         });
@@ -163,18 +173,110 @@ impl Store {
     /// for. With [`FlushMode::Sync`], until an fsync covers it (group commit: one fsync serves
     /// every waiter that arrived meanwhile), within the configured timeout, else
     /// [`StoreError::FlushTimeout`] (the message is stored but not known to be on disk); with
-    /// [`FlushMode::Async`], nothing. This is the one place that decides when a message counts
-    /// as durable, so it is where "also on a synchronous replica" plugs in.
+    /// [`FlushMode::Async`], nothing. On a synchronous master ([`StoreConfig::sync_replication`])
+    /// also until a slave confirms it (at the same time, not after the flush), else
+    /// [`StoreError::ReplicaNotAvailable`] or [`StoreError::ReplicaTimeout`]. This is the one
+    /// place that decides when a message counts as durable.
     pub async fn durable(&self, end_offset: i64) -> Result<()> {
         if !self.inner.config.background {
             return self.wait_durable(end_offset);
         }
-        match self.inner.config.flush {
-            FlushMode::Sync { timeout } => tokio::time::timeout(timeout, self.flushed(end_offset))
-                .await
-                .unwrap_or(Err(StoreError::FlushTimeout(timeout))),
-            FlushMode::Async { .. } => Ok(()),
+        let flushed = async {
+            match self.inner.config.flush {
+                FlushMode::Sync { timeout } => tokio::time::timeout(timeout, self.flushed(end_offset))
+                    .await
+                    .unwrap_or(Err(StoreError::FlushTimeout(timeout))),
+                FlushMode::Async { .. } => Ok(()),
+            }
+        };
+        match self.inner.config.sync_replication {
+            None => flushed.await,
+            Some(sync) => {
+                // Both waits at once; as in Java, the replica's verdict wins when both fail.
+                let (flushed, replicated) = tokio::join!(flushed, self.replicated(end_offset, sync));
+                replicated.and(flushed)
+            }
         }
+    }
+
+    /// A synchronous master's half of the durability wait: a slave holds the log up to
+    /// `end_offset`. Answered at once when no slave is connected, or the nearest is further
+    /// behind than `max_gap` (it would not catch up in time).
+    async fn replicated(&self, end_offset: i64, sync: SyncReplication) -> Result<()> {
+        let acks = &self.inner.replicas;
+        let mut confirmed = acks.confirmed.subscribe();
+        if *confirmed.borrow_and_update() >= end_offset {
+            return Ok(());
+        }
+        if acks.connected.load(Ordering::Acquire) == 0 || end_offset - *confirmed.borrow() >= sync.max_gap {
+            return Err(StoreError::ReplicaNotAvailable);
+        }
+        let reached = async {
+            loop {
+                if *confirmed.borrow_and_update() >= end_offset {
+                    return Ok(());
+                }
+                if confirmed.changed().await.is_err() {
+                    return Err(StoreError::ShutDown);
+                }
+            }
+        };
+        tokio::time::timeout(sync.timeout, reached).await.unwrap_or(Err(StoreError::ReplicaTimeout(sync.timeout)))
+    }
+
+    /// Leader: up to `max` published commit-log bytes from `from`, within one segment, as a
+    /// slice of the mapping (`None` when nothing is published there).
+    pub fn log_slice(&self, from: i64, max: usize) -> Option<LogSlice> {
+        self.inner.log_slice(from, max)
+    }
+
+    /// Leader: a slave confirmed it holds the log up to `offset`.
+    pub fn replica_confirmed(&self, offset: i64) {
+        self.inner.replica_confirmed(offset);
+    }
+
+    /// Leader: a slave connected (`true`) or went away.
+    pub fn replica_connected(&self, connected: bool) {
+        if connected {
+            self.inner.replicas.connected.fetch_add(1, Ordering::AcqRel);
+        } else {
+            let _ =
+                self.inner.replicas.connected.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
+    }
+
+    /// Leader: the highest offset any slave confirmed.
+    pub fn replica_confirmed_offset(&self) -> i64 {
+        *self.inner.replicas.confirmed.borrow()
+    }
+
+    /// Follower: starts (or stops) following a master. While following, local appends are
+    /// refused with [`StoreError::Replica`] and [`append_replicated`](Self::append_replicated)
+    /// takes the master's bytes.
+    pub fn set_following(&self, following: bool) {
+        self.inner.set_following(following);
+    }
+
+    pub fn is_following(&self) -> bool {
+        self.inner.writer.replica.following.load(Ordering::Acquire)
+    }
+
+    /// Follower: every byte held, a record still arriving included: where the master's next
+    /// bytes must start, and what the slave reports.
+    pub fn replica_held(&self) -> i64 {
+        self.inner.replica_held()
+    }
+
+    /// Follower: writes bytes the master holds at `offset` at the same offset and publishes
+    /// the records now whole. An empty log starts at `offset`, which must be a segment
+    /// boundary. Returns the new held end.
+    pub fn append_replicated(&self, offset: i64, bytes: &[u8]) -> std::result::Result<i64, ReplicaError> {
+        self.inner.append_replicated(offset, bytes)
+    }
+
+    /// Follower: cuts the log back to `end` (a master that lost a tail it never replicated).
+    pub fn truncate_replica(&self, end: i64) -> Result<()> {
+        self.inner.truncate_replica(end)
     }
 
     /// [`durable`](Self::durable) for code that runs on its own thread (same condition, same
