@@ -77,6 +77,8 @@ pub struct Broker {
     next_queue: AtomicU64,
     /// Topic-config version last registered with the embedded name server.
     registered_version: std::sync::atomic::AtomicI64,
+    /// The replication links of this broker (as master: its slaves; as slave: its master).
+    pub ha_links: crate::ha::HaLinks,
     /// The gRPC front end, once it serves.
     front_end: std::sync::OnceLock<Arc<dyn FrontEnd>>,
 }
@@ -94,6 +96,8 @@ impl Broker {
         embedded_routes: Option<Arc<RouteTable>>,
     ) -> Result<Arc<Self>, silo_store::StoreError> {
         let store = Arc::new(Store::open(config.store_config())?);
+        // A slave's log is its master's: nothing of its own is written, from the start.
+        store.set_following(!config.ha.role.is_master());
         let config_dir = config.store_path_root_dir.join("config");
         let fs = Arc::clone(&store.config().fs);
         let topics = TopicManager::load(Arc::clone(&fs), config_dir.join("topics.json"), &config)?;
@@ -123,6 +127,7 @@ impl Broker {
             next_queue: AtomicU64::new(0),
             registered_version: std::sync::atomic::AtomicI64::new(-1),
             front_end: std::sync::OnceLock::new(),
+            ha_links: crate::ha::HaLinks::default(),
         });
         broker.load_transactions();
         broker.load_pops();
@@ -146,14 +151,22 @@ impl Broker {
         if let Some(routes) = &self.embedded_routes {
             let table = self.topics.table();
             let addr = self.config.broker_addr().to_string();
-            routes.register(&Registration {
+            let ha_server_addr = self.ha_links.ha_server_addr(&self.config);
+            let master = routes.register(&Registration {
                 cluster: &self.config.broker_cluster_name,
                 broker_name: &self.config.broker_name,
                 broker_addr: &addr,
                 broker_id: self.config.broker_id,
+                ha_server_addr: &ha_server_addr,
                 timeout: BROKER_EXPIRY,
                 topics: &table,
             });
+            if !self.config.ha.role.is_master() {
+                self.ha_links.learn_master(
+                    master.ha_server_addr.as_deref().unwrap_or(""),
+                    master.master_addr.as_deref().unwrap_or(""),
+                );
+            }
         }
     }
 

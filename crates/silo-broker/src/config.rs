@@ -65,6 +65,8 @@ pub struct BrokerConfig {
     /// `authenticationEnabled`, `initAuthenticationUser`: who may call (the gRPC endpoint checks
     /// every request's signature when enabled).
     pub auth: AuthSettings,
+    /// The group role and replication keys (`brokerRole`, `haListenPort`, `haMasterAddress`, ...).
+    pub ha: crate::ha::HaSettings,
     /// Where the broker's and the store's timestamps come from (a [`silo_store::ManualClock`]
     /// in tests that move time by hand).
     pub clock: std::sync::Arc<dyn silo_store::Clock>,
@@ -108,6 +110,7 @@ impl Default for BrokerConfig {
             pop: crate::core::pop::PopConfig::default(),
             grpc: GrpcSettings::default(),
             auth: AuthSettings::default(),
+            ha: crate::ha::HaSettings::default(),
             clock: silo_store::clock::system(),
         }
     }
@@ -333,9 +336,44 @@ impl BrokerConfig {
             "tls.server.certPath" => self.grpc.cert_path = (!v.is_empty()).then(|| PathBuf::from(v)),
             "tls.server.keyPath" => self.grpc.key_path = (!v.is_empty()).then(|| PathBuf::from(v)),
             "grpcMaxInboundMessageSize" => self.grpc.max_inbound_message_size = num(v)?.max(1024) as usize,
+            "brokerRole" => self.ha.role = v.parse()?,
+            "haListenPort" => {
+                self.ha.listen_port = Some(v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?)
+            }
+            "haMasterAddress" => {
+                self.ha.master_address = if v.is_empty() {
+                    None
+                } else {
+                    Some(v.parse().map_err(|e: std::net::AddrParseError| format!("{v}: {e}"))?)
+                }
+            }
+            "haSendHeartbeatInterval" => self.ha.heartbeat_interval = Duration::from_millis(num(v)?.max(100)),
+            "haHousekeepingInterval" => self.ha.housekeeping_interval = Duration::from_millis(num(v)?.max(1000)),
+            "haTransferBatchSize" => self.ha.transfer_batch_size = (num(v)? as usize).clamp(1024, 4 << 20),
+            "haMaxGapNotInSync" => self.ha.max_gap_not_in_sync = i64::try_from(num(v)?).map_err(|e| e.to_string())?,
+            "slaveReadEnable" => self.ha.slave_read_enable = parse_bool(v)?,
+            "slaveTimeout" => self.ha.slave_timeout = Duration::from_millis(num(v)?.max(1)),
+            "haMetadataSyncInterval" => {
+                self.ha.metadata_sync_interval = Duration::from_millis(num(v)?.max(100));
+                self.ha.metadata_sync_delay = self.ha.metadata_sync_delay.min(self.ha.metadata_sync_interval);
+            }
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    /// Settles the id with the role, as Java's broker start-up does: a master is brokerId 0
+    /// whatever the file says; a slave must have an id above 0.
+    pub fn settle_role(&mut self) -> Result<(), String> {
+        if self.ha.role.is_master() {
+            if self.broker_id != 0 {
+                tracing::warn!(broker_id = self.broker_id, role = self.ha.role.java_name(), "a master is brokerId 0");
+            }
+            self.broker_id = 0;
+        } else if self.broker_id <= 0 {
+            return Err("a SLAVE's brokerId must be above 0".into());
+        }
+        Ok(())
     }
 
     /// Reads a `broker.conf` (Java properties: `key=value`, `#`/`!` comments). Returns the keys
@@ -385,6 +423,7 @@ impl BrokerConfig {
         c.file_reserved_time = Duration::from_secs(self.file_reserved_time_hours * 3600);
         c.disk = self.disk;
         c.clock = self.clock.clone();
+        c.sync_replication = self.ha.sync_replication();
         c
     }
 }

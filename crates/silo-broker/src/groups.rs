@@ -135,6 +135,19 @@ impl SubscriptionGroups {
         Ok(removed)
     }
 
+    /// A slave's copy of its master's groups: replaces them all when they differ.
+    pub fn replace_from_master(&self, master: SubscriptionGroupWrapper) -> Result<bool, silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if *s == master {
+                return Ok(false);
+            }
+            *s = master;
+        }
+        self.persist()?;
+        Ok(true)
+    }
+
     pub fn all(&self) -> SubscriptionGroupWrapper {
         self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
     }

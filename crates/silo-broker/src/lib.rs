@@ -12,6 +12,7 @@ pub mod config;
 pub mod connection;
 pub mod core;
 pub mod groups;
+pub mod ha;
 pub mod namesrv;
 pub mod offsets;
 pub mod pop_revive;

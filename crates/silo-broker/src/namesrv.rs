@@ -27,7 +27,8 @@ pub struct TopicList {
 struct Live {
     broker_name: String,
     cluster: String,
-    broker_id: i64,
+    /// Where its slaves replicate from (`haServerAddr`).
+    ha_server_addr: String,
     last_update: Instant,
     timeout: Duration,
 }
@@ -48,8 +49,17 @@ pub struct Registration<'a> {
     pub broker_name: &'a str,
     pub broker_addr: &'a str,
     pub broker_id: i64,
+    /// The broker's HA listener, which the name server tells its slaves.
+    pub ha_server_addr: &'a str,
     pub timeout: Duration,
     pub topics: &'a BTreeMap<String, TopicConfig>,
+}
+
+/// What a registering slave is told about its group's master.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MasterOfGroup {
+    pub master_addr: Option<String>,
+    pub ha_server_addr: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -69,9 +79,11 @@ impl RouteTable {
         self.routes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// REGISTER_BROKER: stores the broker and, for a master, replaces the queue data of each
-    /// topic it reports.
-    pub fn register(&self, reg: &Registration<'_>) {
+    /// REGISTER_BROKER: stores the broker and, for its group's master (or, with no master, the
+    /// slave with the lowest id, as Java's name server does), replaces the queue data of each
+    /// topic it reports. A slave gets its master's address and HA address back, when the
+    /// master is registered.
+    pub fn register(&self, reg: &Registration<'_>) -> MasterOfGroup {
         let mut r = self.lock();
         r.clusters.entry(reg.cluster.into()).or_default().insert(reg.broker_name.into());
         let data = r.brokers.entry(reg.broker_name.into()).or_insert_with(|| BrokerData {
@@ -82,7 +94,9 @@ impl RouteTable {
         // An address may move between ids (failover); keep one id per address.
         data.broker_addrs.retain(|id, addr| *id == reg.broker_id || addr != reg.broker_addr);
         data.broker_addrs.insert(reg.broker_id, reg.broker_addr.into());
-        if reg.broker_id == 0 {
+        let lowest = data.broker_addrs.keys().next().copied();
+        let master = (reg.broker_id != 0).then(|| data.broker_addrs.get(&0).cloned()).flatten();
+        if lowest == Some(reg.broker_id) {
             for (topic, tc) in reg.topics {
                 r.topics.entry(topic.clone()).or_default().insert(
                     reg.broker_name.into(),
@@ -109,11 +123,13 @@ impl RouteTable {
             Live {
                 broker_name: reg.broker_name.into(),
                 cluster: reg.cluster.into(),
-                broker_id: reg.broker_id,
+                ha_server_addr: reg.ha_server_addr.into(),
                 last_update: Instant::now(),
                 timeout: reg.timeout,
             },
         );
+        let ha_server_addr = master.as_ref().and_then(|m| r.live.get(m)).map(|l| l.ha_server_addr.clone());
+        MasterOfGroup { master_addr: master, ha_server_addr }
     }
 
     /// UNREGISTER_BROKER, or expiry.
@@ -129,7 +145,9 @@ impl RouteTable {
             data.broker_addrs.retain(|_, a| a != broker_addr);
             gone = data.broker_addrs.is_empty();
         }
-        if live.broker_id == 0 || gone {
+        // A group's queues stay while any of its brokers lives: consumers read from a slave
+        // while the master is away.
+        if gone {
             for queues in r.topics.values_mut() {
                 queues.remove(&live.broker_name);
             }
@@ -249,6 +267,7 @@ mod tests {
                 broker_name: name,
                 broker_addr: addr,
                 broker_id: 0,
+                ha_server_addr: "",
                 timeout: Duration::from_secs(1),
                 topics: t,
             });
@@ -264,6 +283,7 @@ mod tests {
             broker_name: "a",
             broker_addr: "127.0.0.1:1",
             broker_id: 0,
+            ha_server_addr: "",
             timeout: Duration::from_secs(1),
             topics: &tb,
         });
@@ -278,6 +298,7 @@ mod tests {
             broker_name: "a",
             broker_addr: "127.0.0.1:1",
             broker_id: 0,
+            ha_server_addr: "",
             timeout: Duration::from_secs(1),
             topics: &tb,
         });
@@ -288,6 +309,7 @@ mod tests {
             broker_name: "a",
             broker_addr: "127.0.0.1:1",
             broker_id: 0,
+            ha_server_addr: "",
             timeout: Duration::from_secs(1),
             topics: &tb,
         });

@@ -27,6 +27,11 @@ pub struct OffsetManager {
     /// Held across a write's snapshot and the write, so that writes happen one at a time and
     /// none overwrites a newer snapshot with an older one.
     persist_lock: std::sync::Mutex<()>,
+    /// On a slave: offsets committed here since the last copy from the master (consumers
+    /// commit to the slave while the master is away), which a copy does not move back.
+    local_commits: Mutex<Option<std::collections::HashSet<(String, i32)>>>,
+    /// Whether `local_commits` is kept (a slave): a master's commit path does not lock it.
+    tracking: AtomicBool,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -54,7 +59,52 @@ fn with_key<R>(topic: &str, group: &str, f: impl FnOnce(&str) -> R) -> R {
 impl OffsetManager {
     pub fn load(fs: std::sync::Arc<dyn silo_store::fs::Fs>, path: PathBuf) -> Result<Self, silo_store::StoreError> {
         let state = read_json(&*fs, &path)?.unwrap_or_default();
-        Ok(Self { fs, path, state: Mutex::new(state), dirty: AtomicBool::new(false), persist_lock: Mutex::new(()) })
+        Ok(Self {
+            fs,
+            path,
+            state: Mutex::new(state),
+            dirty: AtomicBool::new(false),
+            persist_lock: Mutex::new(()),
+            local_commits: Mutex::new(None),
+            tracking: AtomicBool::new(false),
+        })
+    }
+
+    /// On a slave: remember which offsets are committed here, for [`Self::merge_from_master`].
+    pub fn track_local_commits(&self) {
+        *self.local_commits.lock().unwrap_or_else(|e| e.into_inner()) = Some(Default::default());
+        self.tracking.store(true, Ordering::Release);
+    }
+
+    /// A slave's copy of its master's offsets. The master's value wins, except where a
+    /// consumer committed a further offset on this slave since the last copy (while the
+    /// master was away): that one is kept until the master has caught up with it.
+    pub fn merge_from_master(&self, master: OffsetsFile) {
+        let mut local = self.local_commits.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut merged = master;
+        if let Some(local) = local.as_mut() {
+            local.retain(|(key, queue)| {
+                let ours = s.offset_table.get(key).and_then(|q| q.get(queue)).copied();
+                let theirs = merged.offset_table.get(key).and_then(|q| q.get(queue)).copied();
+                match (ours, theirs) {
+                    (Some(o), t) if t.is_none_or(|t| o > t) => {
+                        merged.offset_table.entry(key.clone()).or_default().insert(*queue, o);
+                        true
+                    }
+                    _ => false,
+                }
+            });
+        }
+        if s.offset_table != merged.offset_table {
+            *s = merged;
+            self.dirty.store(true, Ordering::Release);
+        }
+    }
+
+    /// Everything, for GET_ALL_CONSUMER_OFFSET.
+    pub fn all(&self) -> OffsetsFile {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// Commits an offset (allocating only for a queue the group never committed before: the
@@ -72,6 +122,12 @@ impl OffsetManager {
             s.offset_table.entry(key(topic, group)).or_default().insert(queue_id, offset);
         }
         self.dirty.store(true, Ordering::Release);
+        drop(s);
+        if self.tracking.load(Ordering::Relaxed)
+            && let Some(local) = self.local_commits.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
+        {
+            local.insert((key(topic, group), queue_id));
+        }
     }
 
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {

@@ -42,6 +42,21 @@ impl RequestModes {
         write_json_atomic(&*self.fs, &self.path, &snapshot)
     }
 
+    /// A slave's copy of its master's modes: replaces them all when they differ.
+    pub fn replace_from_master(&self, master: MessageRequestModes) -> Result<bool, silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if *s == master {
+                return Ok(false);
+            }
+            *s = master;
+        }
+        let _one_writer = self.persist_lock.lock().unwrap_or_else(|e| e.into_inner());
+        let snapshot = self.all();
+        write_json_atomic(&*self.fs, &self.path, &snapshot)?;
+        Ok(true)
+    }
+
     pub fn all(&self) -> MessageRequestModes {
         self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
     }

@@ -207,12 +207,12 @@ pub async fn housekeeping(broker: Arc<Broker>, routes: Option<Arc<RouteTable>>, 
 
 /// Sends a request on `conn` (connecting first if needed) and reads its response. The
 /// connection is kept: a name server forgets a broker as soon as its registering channel closes.
-async fn request(
+pub(crate) async fn request(
     conn: &mut Option<TcpStream>,
     addr: SocketAddr,
     header: &RemotingHeader,
     body: &[u8],
-) -> std::io::Result<RemotingHeader> {
+) -> std::io::Result<silo_wire::frame::Frame> {
     let mut out = Vec::new();
     encode_frame(header, SerializeType::Json, body, &mut out).map_err(std::io::Error::other)?;
     let result = async {
@@ -226,7 +226,7 @@ async fn request(
         loop {
             if let Some(frame) = decoder.decode(&mut buf).map_err(std::io::Error::other)? {
                 if frame.header.is_response() && frame.header.opaque == header.opaque {
-                    return Ok(frame.header);
+                    return Ok(frame);
                 }
                 continue;
             }
@@ -266,7 +266,7 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
             broker_name: broker.config.broker_name.clone(),
             broker_addr: broker.config.broker_addr().to_string(),
             cluster_name: broker.config.broker_cluster_name.clone(),
-            ha_server_addr: format!("{}:{}", broker.config.broker_ip, broker.config.listen_port.saturating_add(1)),
+            ha_server_addr: broker.ha_links.ha_server_addr(&broker.config),
             broker_id: broker.config.broker_id,
             heartbeat_timeout_millis: Some(120_000),
             enable_acting_master: Some(false),
@@ -277,9 +277,15 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
         let mut header = RemotingHeader::request(rq::REGISTER_BROKER, opaque);
         h.write_ext_fields(&mut header.ext_fields);
         for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
-            match request(conn, *addr, &header, &body).await {
+            match request(conn, *addr, &header, &body).await.map(|f| f.header) {
                 Ok(resp) if resp.code == silo_wire::codes::response::SUCCESS => {
-                    tracing::debug!(namesrv = %addr, "registered")
+                    tracing::debug!(namesrv = %addr, "registered");
+                    if !broker.config.ha.role.is_master() {
+                        broker.ha_links.learn_master(
+                            resp.ext_fields.get("haServerAddr").unwrap_or(""),
+                            resp.ext_fields.get("masterAddr").unwrap_or(""),
+                        );
+                    }
                 }
                 Ok(resp) => {
                     tracing::warn!(namesrv = %addr, code = resp.code, remark = ?resp.remark, "registration refused")
@@ -400,6 +406,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         config.listen_port = listener.local_addr()?.port();
         early = Some(listener);
     }
+    config.settle_role()?;
     let listen = config.broker_addr();
     let data = config.store_path_root_dir.clone();
     let idle = config.channel_idle;
@@ -426,10 +433,22 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         "broker listening");
     tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
     tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
-    tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
-    tasks.push(tokio::spawn(crate::transaction_check::run(broker.clone(), shutdown_rx.clone())));
-    tasks.push(tokio::spawn(crate::timer::run(broker.clone(), shutdown_rx.clone())));
-    tasks.push(tokio::spawn(crate::pop_revive::run(broker.clone(), shutdown_rx.clone())));
+    if broker.config.ha.role.is_master() {
+        // The services that write messages of the broker's own run on a master only; a
+        // slave's log is its master's.
+        tasks.push(tokio::spawn(crate::schedule::run(broker.clone(), shutdown_rx.clone())));
+        tasks.push(tokio::spawn(crate::transaction_check::run(broker.clone(), shutdown_rx.clone())));
+        tasks.push(tokio::spawn(crate::timer::run(broker.clone(), shutdown_rx.clone())));
+        tasks.push(tokio::spawn(crate::pop_revive::run(broker.clone(), shutdown_rx.clone())));
+        let ha_addr = SocketAddr::new(listen.ip(), broker.config.ha.port(listen.port()));
+        let ha = self::listen(ha_addr, backlog).map_err(|e| format!("HA listener cannot listen on {ha_addr}: {e}"))?;
+        broker.ha_links.set_listening(ha.local_addr()?);
+        broker.register_routes();
+        tasks.push(tokio::spawn(crate::ha::serve_master(broker.clone(), ha, shutdown_rx.clone())));
+    } else {
+        tasks.push(tokio::spawn(crate::ha::follow(broker.clone(), shutdown_rx.clone())));
+        tasks.push(tokio::spawn(crate::ha::metadata::run(broker.clone(), shutdown_rx.clone())));
+    }
     if !broker.config.namesrv_addr.is_empty() {
         tasks.push(tokio::spawn(register_with_name_servers(broker.clone(), shutdown_rx.clone())));
     }

@@ -115,6 +115,20 @@ impl TopicManager {
         self.state.read().unwrap_or_else(|e| e.into_inner()).topic_config_table.clone()
     }
 
+    /// A slave's copy of its master's topics: replaces the whole table when the master's
+    /// version differs, and persists. Returns whether anything changed.
+    pub fn replace_from_master(&self, master: TopicsFile) -> Result<bool, silo_store::StoreError> {
+        {
+            let mut s = self.state.write().unwrap_or_else(|e| e.into_inner());
+            if s.data_version == master.data_version && s.topic_config_table == master.topic_config_table {
+                return Ok(false);
+            }
+            *s = master;
+        }
+        self.persist()?;
+        Ok(true)
+    }
+
     /// Creates or replaces a topic and persists; returns whether anything changed.
     pub fn put(&self, tc: TopicConfig) -> Result<bool, silo_store::StoreError> {
         {

@@ -10,6 +10,10 @@ pub mod request {
     pub const UPDATE_AND_CREATE_TOPIC: i32 = 17;
     pub const GET_ALL_TOPIC_CONFIG: i32 = 21;
     pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+    /// GET_ALL_CONSUMER_OFFSET: `consumerOffset.json`'s content (a slave's copy).
+    pub const GET_ALL_CONSUMER_OFFSET: i32 = 43;
+    /// GET_ALL_DELAY_OFFSET: `delayOffset.json`'s content (a slave's copy).
+    pub const GET_ALL_DELAY_OFFSET: i32 = 45;
     pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
     pub const GET_MAX_OFFSET: i32 = 30;
     pub const GET_MIN_OFFSET: i32 = 31;

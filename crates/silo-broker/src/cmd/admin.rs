@@ -150,6 +150,22 @@ impl Broker {
         response::with_body(frame.header.opaque, encode_json_body(&self.request_modes.all()))
     }
 
+    /// GET_ALL_CONSUMER_OFFSET (43): every committed offset, for a slave's copy.
+    pub(crate) fn all_consumer_offsets_frame(&self, frame: &Frame) -> Outgoing {
+        response::with_body(frame.header.opaque, encode_json_body(&self.offsets.all()))
+    }
+
+    /// GET_ALL_DELAY_OFFSET (45): the delay scheduler's progress (`delayOffset.json` as it is),
+    /// for a slave's copy.
+    pub(crate) fn all_delay_offsets_frame(&self, frame: &Frame) -> Outgoing {
+        let path = self.config.store_path_root_dir.join("config").join("delayOffset.json");
+        let body = match self.store.config().fs.read(&path) {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            _ => br#"{"offsetTable":{}}"#.to_vec(),
+        };
+        response::with_body(frame.header.opaque, body)
+    }
+
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).
     pub(crate) fn all_group_config_frame(&self, frame: &Frame) -> Outgoing {
         response::with_body(frame.header.opaque, encode_json_body(&self.groups.all()))

@@ -59,15 +59,18 @@ pub(super) fn register(table: &RouteTable, frame: &Frame) -> Outgoing {
     };
     let timeout =
         h.heartbeat_timeout_millis.and_then(|t| u64::try_from(t).ok()).map_or(BROKER_EXPIRY, Duration::from_millis);
-    table.register(&Registration {
+    let master = table.register(&Registration {
         cluster: &h.cluster_name,
         broker_name: &h.broker_name,
         broker_addr: &h.broker_addr,
         broker_id: h.broker_id,
+        ha_server_addr: &h.ha_server_addr,
         timeout,
         topics: &body.topic_config_serialize_wrapper.topic_config_table,
     });
-    response::with_header(opaque, rs::SUCCESS, &RegisterBrokerResponseHeader::default())
+    let answer =
+        RegisterBrokerResponseHeader { master_addr: master.master_addr, ha_server_addr: master.ha_server_addr };
+    response::with_header(opaque, rs::SUCCESS, &answer)
 }
 
 pub(super) fn kv(table: &RouteTable, frame: &Frame) -> Outgoing {

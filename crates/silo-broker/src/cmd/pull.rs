@@ -99,15 +99,32 @@ impl Broker {
             Ok(h) => h,
             Err(out) => return Some(out),
         };
+        let slave = !self.config.ha.role.is_master();
+        if slave && !self.config.ha.slave_read_enable {
+            // Java's slave takes no pulls unless `slaveReadEnable` (the request is refused
+            // before it is read, as under flow control).
+            return Some(response::error(
+                opaque,
+                rs::SYSTEM_BUSY,
+                "[REJECTREQUEST]system busy, start flow control for a while",
+            ));
+        }
         let req = request_of(&h);
         let filter = match self.pull_filter(&req) {
             Ok(c) => c,
             Err(e) => return Some(error_response(opaque, &e)),
         };
-        if h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 {
+        // A slave keeps the offsets its master sends it; a pull's piggybacked commit is
+        // the master's to take (explicit UPDATE_CONSUMER_OFFSET requests are kept).
+        if !slave && h.sys_flag & pull_sys_flag::COMMIT_OFFSET != 0 && h.commit_offset >= 0 {
             self.offsets.commit(&h.consumer_group, &h.topic, h.queue_id, h.commit_offset);
         }
-        let pulled = self.read_queue(&req, &filter);
+        let mut pulled = self.read_queue(&req, &filter);
+        if slave && pulled.status != PullStatus::Found && self.ha_links.master_connected() {
+            // The master is there: send the consumer back to it rather than wait here.
+            pulled.status = PullStatus::RetryImmediately;
+            return Some(encode(opaque, pulled, frame.header.ext_fields));
+        }
         let Some(wait) = self.empty_pull_waits(&req, &pulled) else {
             return Some(encode(opaque, pulled, frame.header.ext_fields));
         };

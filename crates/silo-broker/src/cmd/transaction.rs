@@ -21,6 +21,12 @@ impl Broker {
     pub(crate) fn end_transaction_frame(self: &Arc<Self>, conn: &mut ConnState, frame: &Frame) -> Option<Outgoing> {
         let opaque = frame.header.opaque;
         let oneway = frame.header.is_oneway();
+        if !self.config.ha.role.is_master() {
+            // As Java's slave: a transaction ends on its master, whose log the slave copies.
+            return (!oneway).then(|| {
+                response::error(opaque, silo_wire::codes::response::SLAVE_NOT_AVAILABLE, "the broker is a slave")
+            });
+        }
         let result = EndTransactionRequestHeader::read_ext_fields(&frame.header.ext_fields)
             .map_err(|e| BrokerError::BadHeader(e.to_string()))
             .and_then(|h| {

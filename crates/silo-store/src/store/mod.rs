@@ -211,6 +211,7 @@ impl Store {
         if acks.connected.load(Ordering::Acquire) == 0 || end_offset - *confirmed.borrow() >= sync.max_gap {
             return Err(StoreError::ReplicaNotAvailable);
         }
+        acks.wanted.notify_waiters();
         let reached = async {
             loop {
                 if *confirmed.borrow_and_update() >= end_offset {
@@ -228,6 +229,35 @@ impl Store {
     /// slice of the mapping (`None` when nothing is published there).
     pub fn log_slice(&self, from: i64, max: usize) -> Option<LogSlice> {
         self.inner.log_slice(from, max)
+    }
+
+    /// Leader: waits until the log holds bytes past `offset` (or a synchronous send waits for
+    /// a slave), at most `timeout`. Returns whether it does.
+    pub async fn log_beyond(&self, offset: i64, timeout: Duration) -> bool {
+        let inner = &self.inner;
+        let grew = inner.dispatch_progress.notified();
+        let wanted = inner.replicas.wanted.notified();
+        tokio::pin!(grew, wanted);
+        grew.as_mut().enable();
+        wanted.as_mut().enable();
+        if inner.writer.commit_log.max_offset() > offset {
+            return true;
+        }
+        let _ = tokio::time::timeout(timeout, async {
+            tokio::select! {
+                _ = &mut grew => {}
+                _ = &mut wanted => {}
+            }
+        })
+        .await;
+        inner.writer.commit_log.max_offset() > offset
+    }
+
+    /// Follower: the start of the last whole record that ends at or before `offset` (`None`
+    /// if the log holds none): where a slave asks its master to start, so that the bytes it
+    /// already has prove that the master is the one it followed.
+    pub fn last_record_start(&self, offset: i64) -> Option<i64> {
+        self.inner.last_record_start(offset)
     }
 
     /// Leader: a slave confirmed it holds the log up to `offset`.

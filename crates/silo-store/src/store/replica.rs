@@ -36,11 +36,18 @@ pub(crate) struct ReplicaAcks {
     pub(crate) confirmed: tokio::sync::watch::Sender<i64>,
     /// Slaves connected now.
     pub(crate) connected: AtomicUsize,
+    /// Woken when a synchronous send starts waiting: the master ships at once rather than at
+    /// its next look at the log.
+    pub(crate) wanted: tokio::sync::Notify,
 }
 
 impl Default for ReplicaAcks {
     fn default() -> Self {
-        Self { confirmed: tokio::sync::watch::channel(0).0, connected: AtomicUsize::new(0) }
+        Self {
+            confirmed: tokio::sync::watch::channel(0).0,
+            connected: AtomicUsize::new(0),
+            wanted: tokio::sync::Notify::new(),
+        }
     }
 }
 
@@ -254,6 +261,25 @@ impl Inner {
         self.dispatched.fetch_min(end, Ordering::AcqRel);
         self.restore_offsets();
         Ok(())
+    }
+
+    pub(crate) fn last_record_start(&self, offset: i64) -> Option<i64> {
+        let log = &self.writer.commit_log;
+        // The record ending at `offset` lies in the segment holding `offset - 1`.
+        let segment = log.segment_for(offset.checked_sub(1)?)?;
+        let end = usize::try_from(offset as u64 - segment.start()).ok()?.min(segment.wrote());
+        let bytes = segment.readable(0, end)?;
+        let (mut at, mut last) = (0usize, None);
+        while at < end {
+            match decode_record(bytes.get(at..).unwrap_or_default(), 0) {
+                Ok(Decoded::Record(rec)) if at + rec.total_size <= end => {
+                    last = Some(at);
+                    at += rec.total_size;
+                }
+                _ => break,
+            }
+        }
+        last.map(|pos| segment.start() as i64 + pos as i64)
     }
 
     /// A slave's confirmation: it holds the log up to `offset`.

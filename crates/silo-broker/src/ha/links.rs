@@ -1,0 +1,227 @@
+//! What the HA links do, as operators read it: per slave on a master, how far it confirmed
+//! and how far behind it is; on a slave, which master it follows and how much it holds.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+fn now_ms() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
+}
+
+/// One slave's link, seen from the master.
+#[derive(Debug)]
+pub(crate) struct SlaveLink {
+    pub(crate) addr: SocketAddr,
+    pub(crate) since: Instant,
+    /// What the slave asked for first (-1 until its first report).
+    pub(crate) requested: AtomicI64,
+    /// The last offset it confirmed.
+    pub(crate) confirmed: AtomicI64,
+    pub(crate) confirmed_at_ms: AtomicI64,
+    /// Where the next transfer starts.
+    pub(crate) next_transfer: AtomicI64,
+    pub(crate) bytes_sent: AtomicU64,
+}
+
+impl SlaveLink {
+    pub(crate) fn report(&self, offset: i64) {
+        self.confirmed.fetch_max(offset, Ordering::AcqRel);
+        self.confirmed_at_ms.store(now_ms(), Ordering::Release);
+    }
+}
+
+/// One slave as `silo admin broker`, runtime info and `haStatus` show it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SlaveLinkStatus {
+    pub addr: String,
+    pub connected_ms: u64,
+    pub confirmed_offset: i64,
+    /// Bytes the master holds that the slave has not confirmed.
+    pub behind_bytes: i64,
+    /// How long ago the oldest message the slave lacks was stored (0 when caught up).
+    pub behind_ms: i64,
+    pub next_transfer_offset: i64,
+    pub bytes_sent: u64,
+    /// Within `haMaxGapNotInSync`.
+    pub in_sync: bool,
+}
+
+/// The slave's link to its master.
+#[derive(Debug, Default)]
+pub(crate) struct MasterLink {
+    pub(crate) master: Mutex<Option<SocketAddr>>,
+    pub(crate) connected: AtomicBool,
+    /// The master's offset as its last transfer showed it.
+    pub(crate) master_seen: AtomicI64,
+    pub(crate) last_transfer_ms: AtomicI64,
+    pub(crate) bytes_received: AtomicU64,
+    /// Why the last link ended, if it was refused.
+    pub(crate) last_refusal: Mutex<Option<String>>,
+}
+
+impl MasterLink {
+    pub(crate) fn transfer(&self, offset_after: i64, bytes: usize) {
+        self.master_seen.fetch_max(offset_after, Ordering::AcqRel);
+        self.last_transfer_ms.store(now_ms(), Ordering::Release);
+        self.bytes_received.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn refused(&self, why: String) {
+        *self.last_refusal.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
+    }
+}
+
+/// The slave's view, for the same readers.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MasterLinkStatus {
+    pub master_addr: Option<String>,
+    pub connected: bool,
+    /// Bytes held, a record still arriving included.
+    pub held_offset: i64,
+    pub master_offset_seen: i64,
+    pub last_transfer_ms_ago: Option<i64>,
+    pub bytes_received: u64,
+    pub last_refusal: Option<String>,
+}
+
+/// Every link of this broker.
+#[derive(Debug, Default)]
+pub struct HaLinks {
+    pub(crate) slaves: Mutex<Vec<Arc<SlaveLink>>>,
+    pub(crate) master: MasterLink,
+    /// The master's HA address as the name server last told it (without `haMasterAddress`).
+    learned: Mutex<Option<SocketAddr>>,
+    /// The master's remoting address as the name server last told it: where metadata comes from.
+    learned_remoting: Mutex<Option<SocketAddr>>,
+    /// Where this broker's HA listener is bound (a master's).
+    pub(crate) listening: std::sync::OnceLock<SocketAddr>,
+}
+
+impl HaLinks {
+    /// A registration's answer named the group's master: its HA and remoting addresses
+    /// (empty when the group has no master now; then the last ones known stay).
+    pub fn learn_master(&self, ha_addr: &str, master_addr: &str) {
+        for (text, slot, what) in [(ha_addr, &self.learned, "HA"), (master_addr, &self.learned_remoting, "remoting")] {
+            if text.is_empty() {
+                continue;
+            }
+            match text.parse::<SocketAddr>() {
+                Ok(addr) => {
+                    let mut learned = slot.lock().unwrap_or_else(|e| e.into_inner());
+                    if *learned != Some(addr) {
+                        tracing::info!(master = %addr, what, "the name server names the master's address");
+                        *learned = Some(addr);
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(addr = text, what, error = %e, "the name server's master address does not parse")
+                }
+            }
+        }
+    }
+
+    /// Whether this slave's link to its master is up now.
+    pub fn master_connected(&self) -> bool {
+        self.master.connected.load(Ordering::Acquire)
+    }
+
+    /// The master's remoting address, as the name server named it.
+    pub fn learned_master_remoting(&self) -> Option<SocketAddr> {
+        *self.learned_remoting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The address this broker registers as its `haServerAddr`.
+    pub fn ha_server_addr(&self, config: &crate::BrokerConfig) -> String {
+        match self.listening.get() {
+            Some(addr) => addr.to_string(),
+            None => SocketAddr::new(config.broker_ip, config.ha.port(config.listen_port)).to_string(),
+        }
+    }
+
+    /// Notes where the HA listener is bound.
+    pub fn set_listening(&self, addr: SocketAddr) {
+        let _ = self.listening.set(addr);
+    }
+
+    pub fn learned_master(&self) -> Option<SocketAddr> {
+        *self.learned.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn add_slave(&self, addr: SocketAddr) -> Arc<SlaveLink> {
+        let link = Arc::new(SlaveLink {
+            addr,
+            since: Instant::now(),
+            requested: AtomicI64::new(-1),
+            confirmed: AtomicI64::new(-1),
+            confirmed_at_ms: AtomicI64::new(0),
+            next_transfer: AtomicI64::new(-1),
+            bytes_sent: AtomicU64::new(0),
+        });
+        self.slaves.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&link));
+        link
+    }
+
+    pub(crate) fn remove_slave(&self, link: &Arc<SlaveLink>) {
+        self.slaves.lock().unwrap_or_else(|e| e.into_inner()).retain(|l| !Arc::ptr_eq(l, link));
+    }
+
+    /// The slaves connected now, against the master's store.
+    pub fn slaves(&self, store: &silo_store::Store, max_gap: i64) -> Vec<SlaveLinkStatus> {
+        let max = store.commit_log_range().1;
+        let now = now_ms();
+        let links = self.slaves.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        links
+            .iter()
+            .map(|l| {
+                let confirmed = l.confirmed.load(Ordering::Acquire);
+                let behind = if confirmed < 0 { max } else { (max - confirmed).max(0) };
+                // The oldest record the slave lacks starts where it confirmed up to.
+                let behind_ms = if behind == 0 {
+                    0
+                } else {
+                    store
+                        .read_at(confirmed.max(0))
+                        .ok()
+                        .and_then(|m| store_timestamp(&m))
+                        .map_or(0, |t| (now - t).max(0))
+                };
+                SlaveLinkStatus {
+                    addr: l.addr.to_string(),
+                    connected_ms: l.since.elapsed().as_millis() as u64,
+                    confirmed_offset: confirmed,
+                    behind_bytes: behind,
+                    behind_ms,
+                    next_transfer_offset: l.next_transfer.load(Ordering::Acquire),
+                    bytes_sent: l.bytes_sent.load(Ordering::Relaxed),
+                    in_sync: confirmed >= 0 && behind < max_gap,
+                }
+            })
+            .collect()
+    }
+
+    /// The slave's link to its master.
+    pub fn master(&self, store: &silo_store::Store) -> MasterLinkStatus {
+        let m = &self.master;
+        let last = m.last_transfer_ms.load(Ordering::Acquire);
+        MasterLinkStatus {
+            master_addr: m.master.lock().unwrap_or_else(|e| e.into_inner()).map(|a| a.to_string()),
+            connected: m.connected.load(Ordering::Acquire),
+            held_offset: store.replica_held(),
+            master_offset_seen: m.master_seen.load(Ordering::Acquire),
+            last_transfer_ms_ago: (last > 0).then(|| (now_ms() - last).max(0)),
+            bytes_received: m.bytes_received.load(Ordering::Relaxed),
+            last_refusal: m.last_refusal.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        }
+    }
+}
+
+fn store_timestamp(record: &[u8]) -> Option<i64> {
+    match silo_wire::record::decode_record(record, 0) {
+        Ok(silo_wire::record::Decoded::Record(r)) => Some(r.meta.store_timestamp),
+        _ => None,
+    }
+}
