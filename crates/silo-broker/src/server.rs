@@ -321,8 +321,9 @@ impl ServeOptions {
     /// A broker with an embedded name server on free loopback ports, its store under
     /// `data_dir`: what tests start.
     pub fn local(data_dir: &std::path::Path) -> Self {
-        let broker =
+        let mut broker =
             crate::BrokerConfig { store_path_root_dir: data_dir.to_owned(), listen_port: 0, ..Default::default() };
+        broker.ha.listen_port = Some(0);
         Self { namesrv: Some(SocketAddr::from(([127, 0, 0, 1], 0))), broker: Some(broker) }
     }
 }
@@ -441,10 +442,20 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         tasks.push(tokio::spawn(crate::timer::run(broker.clone(), shutdown_rx.clone())));
         tasks.push(tokio::spawn(crate::pop_revive::run(broker.clone(), shutdown_rx.clone())));
         let ha_addr = SocketAddr::new(listen.ip(), broker.config.ha.port(listen.port()));
-        let ha = self::listen(ha_addr, backlog).map_err(|e| format!("HA listener cannot listen on {ha_addr}: {e}"))?;
-        broker.ha_links.set_listening(ha.local_addr()?);
-        broker.register_routes();
-        tasks.push(tokio::spawn(crate::ha::serve_master(broker.clone(), ha, shutdown_rx.clone())));
+        match self::listen(ha_addr, backlog) {
+            Ok(ha) => {
+                broker.ha_links.set_listening(ha.local_addr()?);
+                broker.register_routes();
+                tasks.push(tokio::spawn(crate::ha::serve_master(broker.clone(), ha, shutdown_rx.clone())));
+            }
+            // A port the operator chose must be there; the default one (listenPort + 1) is
+            // only needed once a slave follows this master.
+            Err(e) if broker.config.ha.listen_port.is_some() => {
+                return Err(format!("HA listener cannot listen on {ha_addr}: {e}").into());
+            }
+            Err(e) => tracing::warn!(%ha_addr, error = %e,
+                "cannot listen for slaves on listenPort + 1; set haListenPort for a master with slaves"),
+        }
     } else {
         tasks.push(tokio::spawn(crate::ha::follow(broker.clone(), shutdown_rx.clone())));
         tasks.push(tokio::spawn(crate::ha::metadata::run(broker.clone(), shutdown_rx.clone())));
