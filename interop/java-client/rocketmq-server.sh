@@ -20,7 +20,10 @@
 #   --namesrv-heap SIZE    name server -Xms/-Xmx (default -Xms128m -Xmx256m)
 #   --flush async|sync     the broker's flushDiskType, ASYNC_FLUSH or SYNC_FLUSH (default async)
 #   --store-dir DIR2       the broker's storePathRootDir (default DIR/store)
-#   --broker-conf-extra F  append the key=value lines of file F to the generated broker.conf
+#   --broker-conf-extra F  append the key=value lines of file F to the generated broker.conf (a
+#                          later line wins: brokerId=1 and brokerRole=SLAVE make the broker a slave)
+#   --namesrv-addr H:P     register with this name server (Silo's, say) instead of starting one;
+#                          --namesrv-port is then not needed, and stop leaves that name server alone
 # Environment: NAMESRV_JAVA_OPTS and BROKER_JAVA_OPTS are appended to the JVM options.
 #
 # stop: SIGTERM (the Apache shutdown hooks unregister the broker and flush the store), SIGKILL after
@@ -66,6 +69,7 @@ flush=""
 store_dir=""
 broker_only=false
 conf_extra=""
+external_namesrv=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --namesrv-port) namesrv_port="${2:?}"; shift 2 ;;
@@ -76,6 +80,7 @@ while [ "$#" -gt 0 ]; do
         --flush) flush="${2:?}"; shift 2 ;;
         --store-dir) store_dir="${2:?}"; shift 2 ;;
         --broker-conf-extra) conf_extra="${2:?}"; shift 2 ;;
+        --namesrv-addr) external_namesrv="${2:?}"; shift 2 ;;
         --broker-only) broker_only=true; shift ;;
         *) echo "rocketmq-server: unknown option $1" >&2; usage ;;
     esac
@@ -179,6 +184,10 @@ if [ -f "$dir/ports" ]; then
     flush="${flush:-${saved_flush:-}}"
     store_dir="${store_dir:-${saved_store_dir:-}}"
     conf_extra="${conf_extra:-${saved_conf_extra:-}}"
+    external_namesrv="${external_namesrv:-${saved_external_namesrv:-}}"
+fi
+if [ -n "$external_namesrv" ]; then
+    namesrv_port="${external_namesrv##*:}"
 fi
 [ -n "$namesrv_port" ] && [ -n "$broker_port" ] || die "start needs --namesrv-port and --broker-port"
 flush="${flush:-async}"
@@ -202,9 +211,9 @@ case "$conf_extra" in
     "" | /*) ;;
     *) conf_extra="$PWD/$conf_extra" ;;
 esac
-printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\nsaved_flush=%s\nsaved_store_dir=%q\nsaved_conf_extra=%q\n' \
-    "$namesrv_port" "$broker_port" "$flush" "$store_dir" "$conf_extra" >"$dir/ports"
-namesrv_addr="127.0.0.1:$namesrv_port"
+printf 'saved_namesrv_port=%s\nsaved_broker_port=%s\nsaved_flush=%s\nsaved_store_dir=%q\nsaved_conf_extra=%q\nsaved_external_namesrv=%q\n' \
+    "$namesrv_port" "$broker_port" "$flush" "$store_dir" "$conf_extra" "$external_namesrv" >"$dir/ports"
+namesrv_addr="${external_namesrv:-127.0.0.1:$namesrv_port}"
 broker_addr="127.0.0.1:$broker_port"
 
 mkdir -p "$server_dir/target"
@@ -230,7 +239,7 @@ common_opts=(
 
 started_namesrv=false
 namesrv_pid="$(pid_of namesrv "$NAMESRV_MAIN")"
-if [ -z "$namesrv_pid" ]; then
+if [ -z "$namesrv_pid" ] && [ -z "$external_namesrv" ]; then
     started_namesrv=true
     port_busy "$namesrv_port" && die "port $namesrv_port is already in use"
     cat >"$dir/namesrv.conf" <<EOF
@@ -292,8 +301,10 @@ EOF
         </dev/null >>"$dir/logs/broker.out" 2>&1 &
     broker_pid=$!
     echo "$broker_pid" >"$dir/broker.pid"
+    # The id the broker registers with: the last brokerId line (a slave's is above 0).
+    broker_id="$(sed -n 's/^[[:space:]]*brokerId[[:space:]]*=[[:space:]]*//p' "$dir/broker.conf" | tail -n 1)"
     if ! java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$classpath" \
-        dev.silo.interop.server.AwaitBroker "$namesrv_addr" "$broker_addr" "$timeout"; then
+        dev.silo.interop.server.AwaitBroker "$namesrv_addr" "$broker_addr" "$timeout" "${broker_id:-0}"; then
         show_logs
         stop_one broker "$BROKER_MAIN"
         [ "$started_namesrv" = false ] || stop_one namesrv "$NAMESRV_MAIN"

@@ -39,6 +39,8 @@ struct Routes {
     brokers: BTreeMap<String, BrokerData>,
     topics: BTreeMap<String, BTreeMap<String, QueueData>>,
     live: HashMap<String, Live>,
+    /// Which connection each broker registered on, by connection id.
+    channels: HashMap<u64, BTreeSet<String>>,
     kv: BTreeMap<(String, String), String>,
 }
 
@@ -130,6 +132,29 @@ impl RouteTable {
         );
         let ha_server_addr = master.as_ref().and_then(|m| r.live.get(m)).map(|l| l.ha_server_addr.clone());
         MasterOfGroup { master_addr: master, ha_server_addr }
+    }
+
+    /// Notes that `broker_addr` registered on connection `conn`.
+    pub fn registered_on(&self, conn: u64, broker_addr: &str) {
+        let mut r = self.lock();
+        if !r.channels.get(&conn).is_some_and(|a| a.contains(broker_addr)) {
+            r.channels.entry(conn).or_default().insert(broker_addr.to_owned());
+        }
+    }
+
+    /// Connection `conn` closed: every broker that registered on it is removed.
+    pub fn channel_closed(&self, conn: u64) {
+        let mut r = self.lock();
+        if let Some(addrs) = r.channels.remove(&conn) {
+            for addr in addrs {
+                // Unless it registered again on another connection since.
+                let elsewhere = r.channels.values().any(|a| a.contains(&addr));
+                if !elsewhere {
+                    tracing::info!(broker = %addr, "the broker's registering connection closed");
+                    Self::remove_locked(&mut r, &addr);
+                }
+            }
+        }
     }
 
     /// UNREGISTER_BROKER, or expiry.

@@ -123,7 +123,16 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
                     let code = frame.header.code;
                     let out = match &role {
                         Role::Broker(b) => cmd::dispatch::broker_request(b, &mut conn, &channel, frame),
-                        Role::NameServer(t) => cmd::dispatch::namesrv_request(t, &frame),
+                        Role::NameServer(t) => {
+                            let out = cmd::dispatch::namesrv_request(t, &frame);
+                            if code == silo_wire::codes::request::REGISTER_BROKER
+                                && out.as_ref().is_none_or(|o| o.header.code == silo_wire::codes::response::SUCCESS)
+                                && let Some(addr) = frame.header.ext_fields.get("brokerAddr")
+                            {
+                                t.registered_on(id, addr);
+                            }
+                            out
+                        }
                     };
                     if let Some(out) = out {
                         if let Some(problem) = out.header.remark.as_deref().filter(|r| r.starts_with("bad request")) {
@@ -173,9 +182,14 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
             }
         }
     }
-    if let Role::Broker(b) = &role {
-        let changed = b.clients.channel_closed(id);
-        b.notify(changed);
+    match &role {
+        Role::Broker(b) => {
+            let changed = b.clients.channel_closed(id);
+            b.notify(changed);
+        }
+        // As Java's name server: a broker whose registering connection closed is gone (its
+        // process died, say), without waiting for its registration to expire.
+        Role::NameServer(t) => t.channel_closed(id),
     }
     drop(channel);
     let _ = writer_task.await;

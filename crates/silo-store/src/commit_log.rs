@@ -159,7 +159,14 @@ impl CommitLog {
         let prepared = self.prepared.lock().unwrap_or_else(|e| e.into_inner()).take();
         let segment = match prepared {
             Some(seg) if seg.start() == next_start => seg,
-            _ => Arc::new(self.create_segment(next_start)?),
+            other => {
+                // Prepared for another start (a replica's log that begins where its master's
+                // newest segment does): its file must not stay behind as a segment of zeros.
+                if let Some(stale) = other {
+                    stale.delete()?;
+                }
+                Arc::new(self.create_segment(next_start)?)
+            }
         };
         self.segments.write().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&segment));
         Ok(segment)

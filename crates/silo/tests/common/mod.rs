@@ -135,6 +135,30 @@ impl ApacheServers {
         assert!(status.success(), "Apache RocketMQ did not start");
         servers
     }
+
+    /// Apache RocketMQ's broker alone, registering with the name server at `namesrv` (Silo's,
+    /// say), with `conf` lines added to its `broker.conf` (`brokerId=1` and `brokerRole=SLAVE`
+    /// make it a slave of that group's master).
+    pub fn start_broker(dir: &Path, namesrv: SocketAddr, conf: &[&str]) -> Self {
+        let broker_port = free_broker_port();
+        std::fs::create_dir_all(dir).unwrap();
+        let extra = dir.with_extension("broker-extra.conf");
+        std::fs::write(&extra, conf.join("\n") + "\n").unwrap();
+        let status = Command::new("bash")
+            .arg(apache_script())
+            .args(["start", dir.to_str().unwrap(), "--namesrv-addr", &namesrv.to_string()])
+            .args(["--broker-port", &broker_port.to_string(), "--broker-conf-extra", extra.to_str().unwrap()])
+            .status()
+            .expect("start Apache RocketMQ (needs Java and Maven)");
+        let servers = Self { dir: dir.to_owned(), namesrv_port: namesrv.port(), broker_port };
+        assert!(status.success(), "Apache RocketMQ's broker did not start");
+        servers
+    }
+
+    /// The broker's store directory (`store/` under its directory).
+    pub fn store(&self) -> PathBuf {
+        self.dir.join("store")
+    }
 }
 
 impl Drop for ApacheServers {
@@ -268,6 +292,27 @@ impl Drop for SiloServer {
     fn drop(&mut self) {
         self.kill();
     }
+}
+
+/// `silo namesrv` or `silo broker` in a child process, killed when dropped, with its log in
+/// `log`; returns once `wait_for` accepts connections.
+pub fn silo_process(args: &[&str], log: &Path, wait_for: SocketAddr) -> Killed {
+    let child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut process = Killed(child);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(wait_for).is_err() {
+        if let Some(status) = process.0.try_wait().unwrap() {
+            panic!("silo {args:?} exited ({status}) before listening; see {}", log.display());
+        }
+        assert!(std::time::Instant::now() < deadline, "silo {args:?} did not listen on {wait_for}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    process
 }
 
 pub fn free_addr() -> SocketAddr {

@@ -14,12 +14,12 @@ import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 
 /**
  * Readiness probe used by rocketmq-server.sh: waits (bounded) until the broker at BROKER_ADDR is
- * registered as a master in the name server's cluster list, the name server has a route for the
+ * registered in the name server's cluster list (as a master, or under BROKER_ID), the name server has a route for the
  * auto-create topic TBW102 (needed for sends to new topics), and the broker itself answers
  * GET_ALL_TOPIC_CONFIG. (Not GET_BROKER_RUNTIME_INFO: the Apache broker fails that one with a
  * NoSuchElementException until its statistics have a first sample, about a second after boot.)
  *
- * <pre>AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS</pre>
+ * <pre>AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS [BROKER_ID]</pre>
  *
  * Exit status 0 when ready, 1 on timeout (the last reason is printed to stderr), 2 on usage error.
  */
@@ -29,8 +29,8 @@ public final class AwaitBroker {
     }
 
     public static void main(String[] args) throws Exception {
-        if (args.length != 3) {
-            System.err.println("usage: AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS");
+        if (args.length != 3 && args.length != 4) {
+            System.err.println("usage: AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS [BROKER_ID]");
             System.exit(2);
         }
         if (System.getProperty("rmq.logback.configurationFile") == null) {
@@ -39,13 +39,14 @@ public final class AwaitBroker {
         String namesrv = args[0];
         String broker = args[1];
         long deadline = System.nanoTime() + Long.parseLong(args[2]) * 1_000_000_000L;
+        long brokerId = args.length == 4 ? Long.parseLong(args[3]) : MixAll.MASTER_ID;
         NettyRemotingClient client = new NettyRemotingClient(new NettyClientConfig());
         client.start();
         String reason = "not asked yet";
         try {
             while (System.nanoTime() < deadline) {
                 try {
-                    reason = check(client, namesrv, broker);
+                    reason = check(client, namesrv, broker, brokerId);
                     if (reason == null) {
                         System.exit(0);
                     }
@@ -62,7 +63,8 @@ public final class AwaitBroker {
     }
 
     /** Returns null when ready, else why not. */
-    private static String check(NettyRemotingClient client, String namesrv, String broker) throws Exception {
+    private static String check(NettyRemotingClient client, String namesrv, String broker, long brokerId)
+        throws Exception {
         RemotingCommand resp = client.invokeSync(namesrv,
             RemotingCommand.createRequestCommand(RequestCode.GET_BROKER_CLUSTER_INFO, null), 3000);
         if (resp.getCode() != ResponseCode.SUCCESS || resp.getBody() == null) {
@@ -73,13 +75,13 @@ public final class AwaitBroker {
         if (info.getBrokerAddrTable() != null) {
             for (BrokerData data : info.getBrokerAddrTable().values()) {
                 Map<Long, String> addrs = data.getBrokerAddrs();
-                if (addrs != null && broker.equals(addrs.get(MixAll.MASTER_ID))) {
+                if (addrs != null && broker.equals(addrs.get(brokerId))) {
                     registered = true;
                 }
             }
         }
         if (!registered) {
-            return "no master at " + broker + " in the cluster list yet";
+            return "no broker " + brokerId + " at " + broker + " in the cluster list yet";
         }
         GetRouteInfoRequestHeader header = new GetRouteInfoRequestHeader();
         header.setTopic(TopicValidator.AUTO_CREATE_TOPIC_KEY_TOPIC);

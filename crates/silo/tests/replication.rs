@@ -1,0 +1,233 @@
+//! Master/slave broker groups: a slave holds its master's commit log byte for byte over the
+//! range it replicated and builds the same consume queues from it, whichever of the pair is
+//! Silo and whichever Apache RocketMQ 5.3.3; when the master dies, consumers go on from the
+//! slave with the offsets the master had.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::indexing_slicing)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use common::{ApacheServers, SiloServer, call, free_addr, java_scenario, silo_process};
+use silo_wire::body::decode_json_body;
+use silo_wire::codes::request as rq;
+
+/// Both sides of a group must use the same segment size; a small one makes the tests cross
+/// segment ends (and the blank padding that ends each).
+const SEGMENT: usize = 1 << 20;
+const SEGMENT_CONF: &str = "mappedFileSizeCommitLog=1048576";
+
+fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct KvTable {
+    table: BTreeMap<String, String>,
+}
+
+fn runtime(broker: SocketAddr) -> BTreeMap<String, String> {
+    let f = call(broker, rq::GET_BROKER_RUNTIME_INFO, &[]);
+    decode_json_body::<KvTable>(&f.body).map(|t| t.table).unwrap_or_default()
+}
+
+fn max_offset(broker: SocketAddr) -> i64 {
+    runtime(broker).get("commitLogMaxOffset").and_then(|v| v.parse().ok()).unwrap_or(-1)
+}
+
+fn segments(store: &Path) -> BTreeMap<u64, PathBuf> {
+    std::fs::read_dir(store.join("commitlog"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| Some((p.file_name()?.to_str()?.parse::<u64>().ok()?, p)))
+        .collect()
+}
+
+/// The slave's commit log equals the master's over `[from, to)`, and `from` is where the
+/// slave's log begins. Returns how many bytes were compared.
+fn assert_same_log(master: &Path, slave: &Path, to: u64) -> u64 {
+    let (m, s) = (segments(master), segments(slave));
+    let from = *s.keys().next().expect("the slave has a commit log");
+    assert_eq!(from % SEGMENT as u64, 0);
+    let mut compared = 0;
+    for (start, path) in s.range(from..to) {
+        let theirs = std::fs::read(&m[start]).unwrap();
+        let ours = std::fs::read(path).unwrap();
+        let end = (to - start).min(SEGMENT as u64) as usize;
+        assert!(ours[..end] == theirs[..end], "segment {start} differs from the master's below offset {to}");
+        compared += end as u64;
+    }
+    compared
+}
+
+/// The consume-queue units (offset, size, tags code) of `topic` that the slave holds, per
+/// queue, equal the master's at the same queue offsets.
+fn assert_same_queues(master: &Path, slave: &Path, topic: &str) -> usize {
+    let units = |store: &Path, q: &str| -> BTreeMap<u64, [u8; 20]> {
+        let mut out = BTreeMap::new();
+        let dir = store.join("consumequeue").join(topic).join(q);
+        for e in std::fs::read_dir(&dir).into_iter().flatten() {
+            let path = e.unwrap().path();
+            let start: u64 = path.file_name().unwrap().to_str().unwrap().parse().unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            for (i, unit) in bytes.chunks_exact(20).enumerate() {
+                let unit: [u8; 20] = unit.try_into().unwrap();
+                // Not written (zeros), or a blank placeholder before a queue's first unit.
+                let size = i32::from_be_bytes(unit[8..12].try_into().unwrap());
+                if unit != [0u8; 20] && size != i32::MAX {
+                    out.insert((start / 20) + i as u64, unit);
+                }
+            }
+        }
+        out
+    };
+    let mut total = 0;
+    let queues = std::fs::read_dir(master.join("consumequeue").join(topic)).unwrap();
+    for q in queues {
+        let q = q.unwrap().file_name().into_string().unwrap();
+        let (theirs, ours) = (units(master, &q), units(slave, &q));
+        assert!(!ours.is_empty(), "the slave has no units of {topic} queue {q}");
+        let first = *ours.keys().next().unwrap();
+        let expected: BTreeMap<u64, [u8; 20]> = theirs.range(first..).map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(ours, expected, "{topic} queue {q}: the slave's units differ from the master's");
+        total += ours.len();
+    }
+    total
+}
+
+fn topic_of(state: &Path) -> String {
+    let text = std::fs::read_to_string(state).unwrap();
+    text.lines().find_map(|l| l.strip_prefix("topic\t")).unwrap().to_owned()
+}
+
+/// A Silo slave of the group `broker-a`, registering with `namesrv`.
+fn silo_slave(data: &Path, namesrv: SocketAddr, extra: &[&str]) -> (common::Killed, SocketAddr) {
+    let addr = free_addr();
+    let mut args = vec!["broker", "--data-dir", data.to_str().unwrap(), "--namesrv-addr"];
+    let ns = namesrv.to_string();
+    let port = addr.port().to_string();
+    args.extend([ns.as_str(), "--listen-port", &port, "--no-grpc"]);
+    for set in ["brokerRole=SLAVE", "brokerId=1", SEGMENT_CONF, "haMetadataSyncInterval=1000"].iter().chain(extra) {
+        args.extend(["--set", set]);
+    }
+    (silo_process(&args, &data.with_extension("log"), addr), addr)
+}
+
+#[test]
+fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = free_addr();
+    let ns_text = ns.to_string();
+    let _namesrv = silo_process(&["namesrv", "--listen", &ns_text], &dir.path().join("namesrv.log"), ns);
+    let (master_addr, ha) = (free_addr(), free_addr());
+    let master_data = dir.path().join("master");
+    let ha_port = format!("haListenPort={}", ha.port());
+    let mut master = silo_process(
+        &[
+            "broker",
+            "--data-dir",
+            master_data.to_str().unwrap(),
+            "--namesrv-addr",
+            &ns_text,
+            "--listen-port",
+            &master_addr.port().to_string(),
+            "--no-grpc",
+            "--set",
+            "brokerRole=SYNC_MASTER",
+            "--set",
+            &ha_port,
+            "--set",
+            SEGMENT_CONF,
+        ],
+        &dir.path().join("master.log"),
+        master_addr,
+    );
+    let slave_data = dir.path().join("slave");
+    let (_slave, slave_addr) = silo_slave(&slave_data, ns, &["slaveReadEnable=true"]);
+
+    // A stock Java client produces to the pair (every send acknowledged as SEND_OK: a synchronous
+    // master answers only once the slave has the message) and consumes with group G.
+    let state = dir.path().join("restart.state");
+    let state_arg = state.to_str().unwrap();
+    java_scenario(&ns_text, "restart-check", &["--phase", "send", "--state", state_arg, "--count", "6000"]);
+    let topic = topic_of(&state);
+    let end = max_offset(master_addr);
+    assert!(end > SEGMENT as i64, "the messages must fill more than one segment ({end} bytes)");
+    // Acknowledged means on the slave already; and the slave's log is the master's.
+    assert!(max_offset(slave_addr) >= end, "the slave lags a synchronous master's acknowledged messages");
+    let compared = assert_same_log(&master_data, &slave_data, end as u64);
+    assert_eq!(compared, end as u64, "a slave that started with the master holds its whole log");
+    let units = assert_same_queues(&master_data, &slave_data, &topic);
+    assert_eq!(units, 6000);
+    // The slave copies the group's committed offsets from the master.
+    let offsets = |broker| call(broker, rq::GET_ALL_CONSUMER_OFFSET, &[]).body.to_vec();
+    wait_until("the slave to copy the master's consumer offsets", Duration::from_secs(30), || {
+        let (m, s): (serde_json::Value, serde_json::Value) =
+            (decode_json_body(&offsets(master_addr)).unwrap(), decode_json_body(&offsets(slave_addr)).unwrap());
+        m["offsetTable"] == s["offsetTable"]
+    });
+
+    // The master dies. Group G goes on from the slave where it had committed (exactly the
+    // messages sent after), and a new group reads all of them from the slave.
+    master.0.kill().unwrap();
+    master.0.wait().unwrap();
+    java_scenario(&ns_text, "restart-check", &["--phase", "consume", "--state", state_arg]);
+}
+
+#[test]
+fn an_apache_slave_copies_a_silo_master() {
+    let dir = tempfile::tempdir().unwrap();
+    let ha = free_addr();
+    let ha_port = format!("haListenPort={}", ha.port());
+    let silo = SiloServer::start(
+        &dir.path().join("master"),
+        &["--set", "brokerRole=ASYNC_MASTER", "--set", &ha_port, "--set", SEGMENT_CONF],
+    );
+    let apache = ApacheServers::start_broker(
+        &dir.path().join("apache-slave"),
+        silo.namesrv,
+        &["brokerRole=SLAVE", "brokerId=1", SEGMENT_CONF],
+    );
+    let slave_addr: SocketAddr = format!("127.0.0.1:{}", apache.broker_port).parse().unwrap();
+    let ns = silo.namesrv.to_string();
+    let topic = "replicated_to_apache";
+    java_scenario(&ns, "produce-consume", &["--count", "4000", "--topic", topic]);
+    let end = max_offset(silo.broker);
+    assert!(end > SEGMENT as i64);
+    wait_until("the Apache slave to catch up", Duration::from_secs(60), || max_offset(slave_addr) >= end);
+    assert_eq!(assert_same_log(&silo.data, &apache.store(), end as u64), end as u64);
+    assert_eq!(assert_same_queues(&silo.data, &apache.store(), topic), 4000);
+}
+
+#[test]
+fn a_silo_slave_copies_an_apache_master() {
+    let dir = tempfile::tempdir().unwrap();
+    let apache = ApacheServers::start_with(&dir.path().join("apache-master"), None, &[SEGMENT_CONF]);
+    let ns: SocketAddr = format!("127.0.0.1:{}", apache.namesrv_port).parse().unwrap();
+    let master_addr: SocketAddr = format!("127.0.0.1:{}", apache.broker_port).parse().unwrap();
+    // Some history first: a slave that joins later starts with the master's newest segment.
+    let ns_text = ns.to_string();
+    java_scenario(&ns_text, "produce-consume", &["--count", "3000"]);
+    let joined_at = max_offset(master_addr);
+    let slave_data = dir.path().join("slave");
+    let (_slave, slave_addr) = silo_slave(&slave_data, ns, &[]);
+    let topic = "replicated_from_apache";
+    java_scenario(&ns_text, "produce-consume", &["--count", "3000", "--topic", topic]);
+    let end = max_offset(master_addr);
+    wait_until("the Silo slave to catch up", Duration::from_secs(60), || max_offset(slave_addr) >= end);
+    let first = *segments(&slave_data).keys().next().unwrap();
+    assert_eq!(
+        first as i64,
+        joined_at - joined_at % SEGMENT as i64,
+        "a new slave starts with the master's newest segment"
+    );
+    assert_eq!(assert_same_log(&apache.store(), &slave_data, end as u64), end as u64 - first);
+    assert_eq!(assert_same_queues(&apache.store(), &slave_data, topic), 3000);
+}
