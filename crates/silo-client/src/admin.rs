@@ -251,4 +251,10 @@ impl Admin {
         let frame = self.client.call_ok(broker_addr, request(rq::GET_BROKER_RUNTIME_INFO, &[]), Bytes::new()).await?;
         Ok(decode_json_body(&frame.body)?)
     }
+
+    /// GET_BROKER_HA_STATUS: a master's links to its slaves, or a slave's to its master.
+    pub async fn ha_status(&self, broker_addr: &str) -> Result<silo_wire::body::HaRuntimeInfo, ClientError> {
+        let frame = self.client.call_ok(broker_addr, request(rq::GET_BROKER_HA_STATUS, &[]), Bytes::new()).await?;
+        Ok(decode_json_body(&frame.body)?)
+    }
 }

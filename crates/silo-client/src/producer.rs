@@ -292,7 +292,7 @@ fn stored(addr: &str, code: i32, frame: Frame) -> Result<(SendStatus, SendMessag
     let status = match frame.header.code {
         rs::SUCCESS => SendStatus::SendOk,
         rs::FLUSH_DISK_TIMEOUT => SendStatus::FlushDiskTimeout,
-        12 => SendStatus::FlushSlaveTimeout,
+        rs::FLUSH_SLAVE_TIMEOUT => SendStatus::FlushSlaveTimeout,
         rs::SLAVE_NOT_AVAILABLE => SendStatus::SlaveNotAvailable,
         refused => {
             return Err(ClientError::Refused {

@@ -572,6 +572,45 @@ pub struct TopicList {
     pub topic_list: std::collections::BTreeSet<String>,
 }
 
+/// GET_BROKER_HA_STATUS (907): a master's links to its slaves, or a slave's to its master, as
+/// Java's `HARuntimeInfo` has them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HaRuntimeInfo {
+    pub master: bool,
+    pub master_commit_log_max_offset: i64,
+    pub in_sync_slave_nums: i32,
+    pub ha_connection_info: Vec<HaConnectionInfo>,
+    pub ha_client_runtime_info: HaClientInfo,
+}
+
+/// One slave's link, seen from its master.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HaConnectionInfo {
+    pub addr: String,
+    pub slave_ack_offset: i64,
+    /// Bytes the master holds that the slave has not confirmed.
+    pub diff: i64,
+    pub in_sync: bool,
+    pub transferred_byte_in_second: i64,
+    pub transfer_from_where: i64,
+}
+
+/// A slave's link to its master.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct HaClientInfo {
+    pub master_addr: Option<String>,
+    pub transferred_byte_in_second: i64,
+    pub max_offset: i64,
+    pub last_read_timestamp: i64,
+    pub last_write_timestamp: i64,
+    pub master_flush_offset: i64,
+    /// Java's `isActivated`, as fastjson names it.
+    pub activated: bool,
+}
+
 /// A string table, the answer to GET_BROKER_RUNTIME_INFO (28).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -84,6 +84,8 @@ pub mod request {
     pub const GET_ALL_MESSAGE_REQUEST_MODE: i32 = 402;
     /// QUERY_ASSIGNMENT: which queues a client of a group consumes, decided by the broker.
     pub const QUERY_ASSIGNMENT: i32 = 400;
+    /// GET_BROKER_HA_STATUS: the replication links of a broker (`mqadmin haStatus`).
+    pub const GET_BROKER_HA_STATUS: i32 = 907;
     /// POP_MESSAGE: take messages for a while (they come back unless acknowledged).
     pub const POP_MESSAGE: i32 = 200_050;
     pub const ACK_MESSAGE: i32 = 200_051;

@@ -44,6 +44,9 @@ enum AdminCommand {
     },
     /// A broker's runtime figures (every master when no address is given).
     Broker { addr: Option<String> },
+    /// Replication: a master's slaves (how far each confirmed, how far behind) or a slave's
+    /// master, like mqadmin's haStatus (every master when no address is given).
+    Ha { addr: Option<String> },
 }
 
 #[derive(Subcommand, Debug)]
@@ -267,6 +270,53 @@ async fn admin(args: AdminArgs) -> anyhow::Result<()> {
                     writeln!(out, "{name} ({addr})")?;
                     let rows: Vec<Vec<String>> = info.table.iter().map(|(k, v)| vec![k.clone(), v.clone()]).collect();
                     print_table(&mut out, &["KEY", "VALUE"], &rows)?;
+                }
+            }
+        }
+        AdminCommand::Ha { addr } => {
+            let addrs = match addr {
+                Some(a) => vec![(a.clone(), a)],
+                None => admin.masters(None).await.with_context(hint)?,
+            };
+            for (name, addr) in addrs {
+                let ha = admin.ha_status(&addr).await.with_context(|| format!("cannot ask {addr}"))?;
+                if json {
+                    writeln!(out, "{}", json!({"broker": name, "addr": addr, "ha": ha}))?;
+                } else if ha.master {
+                    writeln!(
+                        out,
+                        "{name} ({addr}): master at offset {}, {} slave(s) in sync",
+                        ha.master_commit_log_max_offset, ha.in_sync_slave_nums
+                    )?;
+                    let rows: Vec<Vec<String>> = ha
+                        .ha_connection_info
+                        .iter()
+                        .map(|c| {
+                            vec![
+                                c.addr.clone(),
+                                c.slave_ack_offset.to_string(),
+                                c.diff.to_string(),
+                                c.in_sync.to_string(),
+                                c.transferred_byte_in_second.to_string(),
+                                c.transfer_from_where.to_string(),
+                            ]
+                        })
+                        .collect();
+                    print_table(
+                        &mut out,
+                        &["SLAVE", "CONFIRMED", "BEHIND_BYTES", "IN_SYNC", "BYTES/S", "NEXT_TRANSFER"],
+                        &rows,
+                    )?;
+                } else {
+                    let c = &ha.ha_client_runtime_info;
+                    writeln!(
+                        out,
+                        "{name} ({addr}): slave of {}, {}, holds up to offset {}, {} bytes/s",
+                        c.master_addr.as_deref().unwrap_or("(no master known)"),
+                        if c.activated { "connected" } else { "not connected" },
+                        c.max_offset,
+                        c.transferred_byte_in_second
+                    )?;
                 }
             }
         }

@@ -231,3 +231,91 @@ fn a_silo_slave_copies_an_apache_master() {
     assert_eq!(assert_same_log(&apache.store(), &slave_data, end as u64), end as u64 - first);
     assert_eq!(assert_same_queues(&apache.store(), &slave_data, topic), 3000);
 }
+
+/// `silo produce` of `bodies` to `topic` through `namesrv`: the status of each send.
+fn produce(namesrv: SocketAddr, topic: &str, bodies: &[&str]) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["produce", "-n", &namesrv.to_string(), "-t", topic, "--json"])
+        .args(bodies)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "silo produce failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn signal(process: &common::Killed, sig: &str) {
+    let status = std::process::Command::new("kill").args([sig, &process.0.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_sync_master_answers_for_its_slave_and_the_slave_resumes_without_a_gap_after_a_stall_and_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = free_addr();
+    let ns_text = ns.to_string();
+    let _namesrv = silo_process(&["namesrv", "--listen", &ns_text], &dir.path().join("namesrv.log"), ns);
+    let (master_addr, ha) = (free_addr(), free_addr());
+    let master_data = dir.path().join("master");
+    let ha_port = format!("haListenPort={}", ha.port());
+    let port = master_addr.port().to_string();
+    let _master = silo_process(
+        &["broker", "--data-dir", master_data.to_str().unwrap(), "--namesrv-addr", &ns_text, "--listen-port", &port]
+            .into_iter()
+            .chain(["--no-grpc", "--set", "brokerRole=SYNC_MASTER", "--set", &ha_port, "--set", SEGMENT_CONF])
+            .chain(["--set", "slaveTimeout=1000", "--set", "haHousekeepingInterval=20000"])
+            .collect::<Vec<_>>(),
+        &dir.path().join("master.log"),
+        master_addr,
+    );
+    // No slave: stored, but the send says no slave has it (at once, not after the wait).
+    let started = Instant::now();
+    assert_eq!(produce(ns, "SyncTopic", &["alone"]), ["SLAVE_NOT_AVAILABLE"]);
+    assert!(started.elapsed() < Duration::from_secs(3));
+
+    let slave_data = dir.path().join("slave");
+    let (slave, _slave_addr) = silo_slave(&slave_data, ns, &[]);
+    wait_until("the slave to hold the first message", Duration::from_secs(30), || {
+        produce(ns, "SyncTopic", &["probe"]) == ["SEND_OK"]
+    });
+    // A stalled slave (SIGSTOP): the link is still up, its confirmation never comes.
+    signal(&slave, "-STOP");
+    assert_eq!(produce(ns, "SyncTopic", &["stalled"]), ["FLUSH_SLAVE_TIMEOUT"]);
+    signal(&slave, "-CONT");
+    wait_until("the slave to answer again", Duration::from_secs(30), || {
+        produce(ns, "SyncTopic", &["after the stall"]) == ["SEND_OK"]
+    });
+
+    // The slave is killed while a producer sends, and started again on its store.
+    let bodies: Vec<String> = (0..3000).map(|i| format!("load {i} {}", "x".repeat(300))).collect();
+    let file = dir.path().join("bodies.txt");
+    std::fs::write(&file, bodies.join("\n") + "\n").unwrap();
+    let answers = dir.path().join("answers.jsonl");
+    let mut load = std::process::Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["produce", "-n", &ns_text, "-t", "SyncTopic", "--json", "-f", file.to_str().unwrap()])
+        .stdout(std::fs::File::create(&answers).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("the load to pass a segment", Duration::from_secs(60), || max_offset(master_addr) > SEGMENT as i64 / 2);
+    drop(slave);
+    let (_slave, slave_addr) = silo_slave(&slave_data, ns, &[]);
+    assert!(load.wait().unwrap().success());
+    let statuses: Vec<String> = std::fs::read_to_string(&answers)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["status"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(statuses.len(), 3000, "every send was answered (stored), whatever its status");
+    let mut counts = BTreeMap::new();
+    for s in &statuses {
+        *counts.entry(s.as_str()).or_insert(0) += 1;
+    }
+    println!("sends while the slave was killed and restarted: {counts:?}");
+    assert!(counts.keys().all(|s| ["SEND_OK", "SLAVE_NOT_AVAILABLE", "FLUSH_SLAVE_TIMEOUT"].contains(s)), "{counts:?}");
+    let end = max_offset(master_addr);
+    wait_until("the restarted slave to catch up", Duration::from_secs(60), || max_offset(slave_addr) >= end);
+    assert_eq!(assert_same_log(&master_data, &slave_data, end as u64), end as u64);
+    assert_same_queues(&master_data, &slave_data, "SyncTopic");
+}

@@ -150,6 +150,16 @@ impl Broker {
         response::with_body(frame.header.opaque, encode_json_body(&self.request_modes.all()))
     }
 
+    /// GET_BROKER_HA_STATUS (907): the replication links, for `mqadmin haStatus`.
+    pub(crate) fn ha_status_frame(&self, frame: &Frame) -> Outgoing {
+        let info = self.ha_links.runtime_info(
+            &self.store,
+            self.config.ha.role.is_master(),
+            self.config.ha.max_gap_not_in_sync,
+        );
+        response::with_body(frame.header.opaque, encode_json_body(&info))
+    }
+
     /// GET_ALL_CONSUMER_OFFSET (43): every committed offset, for a slave's copy.
     pub(crate) fn all_consumer_offsets_frame(&self, frame: &Frame) -> Outgoing {
         response::with_body(frame.header.opaque, encode_json_body(&self.offsets.all()))

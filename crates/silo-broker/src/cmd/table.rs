@@ -124,6 +124,7 @@ pub static REQUESTS: &[Request] = &[
     broker(rq::GET_ALL_MESSAGE_REQUEST_MODE, "GET_ALL_MESSAGE_REQUEST_MODE", |b, _, _, f| {
         Some(b.all_request_modes_frame(&f))
     }),
+    broker(rq::GET_BROKER_HA_STATUS, "GET_BROKER_HA_STATUS", |b, _, _, f| Some(b.ha_status_frame(&f))),
     broker(rq::POP_MESSAGE, "POP_MESSAGE", |b, c, ch, f| b.pop_message(c, ch, f)),
     broker(rq::ACK_MESSAGE, "ACK_MESSAGE", |b, c, ch, f| b.ack_message(c, ch, &f)),
     broker(rq::PEEK_MESSAGE, "PEEK_MESSAGE", |b, _, _, f| Some(b.peek_message(&f))),
@@ -207,6 +208,7 @@ mod tests {
             rq::GET_SUBSCRIPTIONGROUP_CONFIG,
             rq::SET_MESSAGE_REQUEST_MODE,
             rq::GET_ALL_MESSAGE_REQUEST_MODE,
+            rq::GET_BROKER_HA_STATUS,
             rq::RECALL_MESSAGE,
             rq::QUERY_ASSIGNMENT,
             rq::POP_MESSAGE,

@@ -110,6 +110,7 @@ impl Broker {
         if let Some(front_end) = self.front_end() {
             front_end.runtime_info(&mut table);
         }
+        table.extend(self.ha_links.runtime_table(&self.store, &self.config));
         if let Some((allocs, bytes)) = crate::alloc_probe::read() {
             table.insert("siloAllocCount".into(), allocs.to_string());
             table.insert("siloAllocBytes".into(), bytes.to_string());

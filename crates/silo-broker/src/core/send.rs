@@ -129,7 +129,7 @@ impl TopicLookup for TopicManager {
 #[derive(Debug, Clone, Copy)]
 pub struct SendPolicy {
     pub auto_create_topic: bool,
-    /// The store flushes synchronously: acknowledgements wait for durability.
+    /// Acknowledgements wait for durability: a synchronous flush, or a synchronous master's slave.
     pub sync_flush: bool,
     /// `rejectTransactionMessage`.
     pub reject_transactions: bool,
@@ -350,7 +350,7 @@ impl Broker {
     pub fn plan_send(&self, req: &SendRequest<'_>) -> Result<SendPlan, BrokerError> {
         let policy = SendPolicy {
             auto_create_topic: self.config.auto_create_topic_enable,
-            sync_flush: self.store.flush_mode().is_sync(),
+            sync_flush: self.store.acknowledges_after_wait(),
             reject_transactions: self.config.transaction.reject,
             timers: self.config.timers,
             now_ms: self.config.clock.now_ms(),

@@ -10,6 +10,38 @@ fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
+/// Bytes moved per second, as the last whole second saw them. One writer adds; any reader
+/// reads.
+#[derive(Debug, Default)]
+pub(crate) struct Rate {
+    window_start_ms: AtomicI64,
+    window_bytes: AtomicU64,
+    last_second: AtomicU64,
+}
+
+impl Rate {
+    pub(crate) fn add(&self, bytes: usize) {
+        let now = now_ms();
+        let start = self.window_start_ms.load(Ordering::Relaxed);
+        if now - start >= 1000 {
+            let moved = self.window_bytes.swap(0, Ordering::Relaxed);
+            // A window longer than a second (an idle spell) is averaged over its length.
+            let secs = ((now - start) / 1000).max(1) as u64;
+            self.last_second.store(if start == 0 { 0 } else { moved / secs }, Ordering::Relaxed);
+            self.window_start_ms.store(now, Ordering::Relaxed);
+        }
+        self.window_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    pub(crate) fn per_second(&self) -> i64 {
+        // A link that went quiet more than two seconds ago moves nothing now.
+        if now_ms() - self.window_start_ms.load(Ordering::Relaxed) > 2000 {
+            return 0;
+        }
+        self.last_second.load(Ordering::Relaxed) as i64
+    }
+}
+
 /// One slave's link, seen from the master.
 #[derive(Debug)]
 pub(crate) struct SlaveLink {
@@ -23,6 +55,7 @@ pub(crate) struct SlaveLink {
     /// Where the next transfer starts.
     pub(crate) next_transfer: AtomicI64,
     pub(crate) bytes_sent: AtomicU64,
+    pub(crate) rate: Rate,
 }
 
 impl SlaveLink {
@@ -57,7 +90,9 @@ pub(crate) struct MasterLink {
     /// The master's offset as its last transfer showed it.
     pub(crate) master_seen: AtomicI64,
     pub(crate) last_transfer_ms: AtomicI64,
+    pub(crate) last_report_ms: AtomicI64,
     pub(crate) bytes_received: AtomicU64,
+    pub(crate) rate: Rate,
     /// Why the last link ended, if it was refused.
     pub(crate) last_refusal: Mutex<Option<String>>,
 }
@@ -67,6 +102,11 @@ impl MasterLink {
         self.master_seen.fetch_max(offset_after, Ordering::AcqRel);
         self.last_transfer_ms.store(now_ms(), Ordering::Release);
         self.bytes_received.fetch_add(bytes as u64, Ordering::Relaxed);
+        self.rate.add(bytes);
+    }
+
+    pub(crate) fn reported(&self) {
+        self.last_report_ms.store(now_ms(), Ordering::Release);
     }
 
     pub(crate) fn refused(&self, why: String) {
@@ -160,6 +200,7 @@ impl HaLinks {
             confirmed_at_ms: AtomicI64::new(0),
             next_transfer: AtomicI64::new(-1),
             bytes_sent: AtomicU64::new(0),
+            rate: Rate::default(),
         });
         self.slaves.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&link));
         link
@@ -216,6 +257,79 @@ impl HaLinks {
             bytes_received: m.bytes_received.load(Ordering::Relaxed),
             last_refusal: m.last_refusal.lock().unwrap_or_else(|e| e.into_inner()).clone(),
         }
+    }
+}
+
+impl HaLinks {
+    /// GET_BROKER_HA_STATUS's answer, as Java's `HARuntimeInfo`.
+    pub fn runtime_info(
+        &self,
+        store: &silo_store::Store,
+        master: bool,
+        max_gap: i64,
+    ) -> silo_wire::body::HaRuntimeInfo {
+        use silo_wire::body::{HaClientInfo, HaConnectionInfo, HaRuntimeInfo};
+        let max = store.commit_log_range().1;
+        if !master {
+            let m = &self.master;
+            return HaRuntimeInfo {
+                master: false,
+                ha_client_runtime_info: HaClientInfo {
+                    master_addr: m.master.lock().unwrap_or_else(|e| e.into_inner()).map(|a| a.to_string()),
+                    transferred_byte_in_second: m.rate.per_second(),
+                    max_offset: max,
+                    last_read_timestamp: m.last_transfer_ms.load(Ordering::Acquire),
+                    last_write_timestamp: m.last_report_ms.load(Ordering::Acquire),
+                    master_flush_offset: 0,
+                    activated: m.connected.load(Ordering::Acquire),
+                },
+                ..Default::default()
+            };
+        }
+        let links = self.slaves.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let connections: Vec<HaConnectionInfo> = links
+            .iter()
+            .map(|l| {
+                let ack = l.confirmed.load(Ordering::Acquire).max(0);
+                HaConnectionInfo {
+                    addr: l.addr.to_string(),
+                    slave_ack_offset: ack,
+                    diff: max - ack,
+                    in_sync: ack > 0 && max - ack < max_gap,
+                    transferred_byte_in_second: l.rate.per_second(),
+                    transfer_from_where: l.next_transfer.load(Ordering::Acquire),
+                }
+            })
+            .collect();
+        HaRuntimeInfo {
+            master: true,
+            master_commit_log_max_offset: max,
+            in_sync_slave_nums: connections.iter().filter(|c| c.in_sync).count() as i32,
+            ha_connection_info: connections,
+            ..Default::default()
+        }
+    }
+
+    /// Silo's replication figures in GET_BROKER_RUNTIME_INFO (Java's table has none).
+    pub fn runtime_table(&self, store: &silo_store::Store, config: &crate::BrokerConfig) -> Vec<(String, String)> {
+        let mut rows = vec![("brokerRole".to_owned(), config.ha.role.java_name().to_owned())];
+        if config.ha.role.is_master() {
+            let slaves = self.slaves(store, config.ha.max_gap_not_in_sync);
+            rows.push(("haSlaveCount".into(), slaves.len().to_string()));
+            rows.push(("haInSyncSlaveCount".into(), slaves.iter().filter(|s| s.in_sync).count().to_string()));
+            // The furthest behind is what an operator watches.
+            let behind = slaves.iter().map(|s| s.behind_bytes).max().unwrap_or(0);
+            let behind_ms = slaves.iter().map(|s| s.behind_ms).max().unwrap_or(0);
+            rows.push(("haSlaveBehindBytes".into(), behind.to_string()));
+            rows.push(("haSlaveBehindMillis".into(), behind_ms.to_string()));
+        } else {
+            let m = self.master(store);
+            rows.push(("haMasterAddr".into(), m.master_addr.unwrap_or_default()));
+            rows.push(("haMasterConnected".into(), m.connected.to_string()));
+            rows.push(("haHeldOffset".into(), m.held_offset.to_string()));
+            rows.push(("haMasterOffsetSeen".into(), m.master_offset_seen.to_string()));
+        }
+        rows
     }
 }
 

@@ -144,6 +144,7 @@ async fn ship(
             write_transfer(&mut writer, &header, &slice).await.map_err(|e| e.to_string())?;
             next += len as i64;
             link.bytes_sent.fetch_add(len as u64, Ordering::Relaxed);
+            link.rate.add(len);
             last_write = Instant::now();
             continue;
         }

@@ -173,6 +173,7 @@ async fn link(broker: &Broker, master: SocketAddr, master_ends_at: Option<i64>) 
             }
             reported = holds;
             last_report = Instant::now();
+            broker.ha_links.master.reported();
         }
         buf.reserve(64 * 1024);
         let wait = settings.heartbeat_interval.saturating_sub(last_report.elapsed()).max(Duration::from_millis(10));

@@ -346,6 +346,12 @@ impl Store {
         }
     }
 
+    /// Whether [`durable`](Self::durable) waits for anything: a synchronous flush, or a
+    /// synchronous master's slave.
+    pub fn acknowledges_after_wait(&self) -> bool {
+        self.inner.config.flush.is_sync() || self.inner.config.sync_replication.is_some()
+    }
+
     pub fn flush_mode(&self) -> FlushMode {
         self.inner.config.flush
     }
