@@ -319,3 +319,122 @@ fn a_sync_master_answers_for_its_slave_and_the_slave_resumes_without_a_gap_after
     assert_eq!(assert_same_log(&master_data, &slave_data, end as u64), end as u64);
     assert_same_queues(&master_data, &slave_data, "SyncTopic");
 }
+
+/// What the failover scenario's state file says: acknowledgements (index, status, queue,
+/// queue offset) and deliveries (epoch millis).
+struct FailoverLog {
+    acks: Vec<(u64, String, i32, i64)>,
+    deliveries_ms: Vec<i64>,
+}
+
+fn read_failover_log(path: &Path) -> FailoverLog {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut log = FailoverLog { acks: Vec::new(), deliveries_ms: Vec::new() };
+    // The last line may be half written.
+    for line in text.lines().filter(|l| l.matches('\t').count() >= 4) {
+        let f: Vec<&str> = line.split('\t').collect();
+        match f[0] {
+            "ack" if f.len() == 6 => {
+                log.acks.push((f[1].parse().unwrap(), f[2].into(), f[3].parse().unwrap(), f[4].parse().unwrap()))
+            }
+            "recv" => log.deliveries_ms.push(f[4].parse().unwrap()),
+            _ => {}
+        }
+    }
+    log
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64
+}
+
+/// The next offset of `topic`'s queue `queue` on `broker` (GET_MAX_OFFSET).
+fn queue_max(broker: SocketAddr, topic: &str, queue: i32) -> i64 {
+    let f = call(broker, rq::GET_MAX_OFFSET, &[("topic", topic), ("queueId", &queue.to_string())]);
+    f.header.ext_fields.get("offset").and_then(|v| v.parse().ok()).unwrap_or(-1)
+}
+
+/// A master of `role` and its slave; a stock Java producer and consumer work through them while
+/// the master is SIGKILLed and, after a while, started again. Returns the acknowledged messages
+/// the slave lacked when the master died (what losing the master's disk would have lost) and
+/// the scenario's report.
+fn failover(role: &str) -> (usize, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ns = free_addr();
+    let ns_text = ns.to_string();
+    let _namesrv = silo_process(&["namesrv", "--listen", &ns_text], &dir.path().join("namesrv.log"), ns);
+    let (master_addr, ha) = (free_addr(), free_addr());
+    let master_data = dir.path().join("master");
+    let (ha_port, role_conf, port) =
+        (format!("haListenPort={}", ha.port()), format!("brokerRole={role}"), master_addr.port().to_string());
+    let master_args: Vec<&str> =
+        ["broker", "--data-dir", master_data.to_str().unwrap(), "--namesrv-addr", &ns_text, "--listen-port", &port]
+            .into_iter()
+            .chain(["--no-grpc", "--set", &role_conf, "--set", &ha_port, "--set", SEGMENT_CONF])
+            .collect();
+    let master_log = dir.path().join("master.log");
+    let mut master = silo_process(&master_args, &master_log, master_addr);
+    let (_slave, slave_addr) = silo_slave(&dir.path().join("slave"), ns, &["slaveReadEnable=true"]);
+
+    let topic = format!("failover_{}", role.to_ascii_lowercase());
+    let (state, stop) = (dir.path().join("failover.state"), dir.path().join("STOP"));
+    let down = dir.path().join("STOP.down");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../interop/java-client/run.sh");
+    let java = std::process::Command::new("bash")
+        .arg(script)
+        .args(["failover", "--namesrv", &ns_text, "--topic", &topic, "--timeout", "120"])
+        .args(["--state", state.to_str().unwrap(), "--stop-file", stop.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("failover.err")).unwrap())
+        .spawn()
+        .unwrap();
+    wait_until("1,500 acknowledged sends", Duration::from_secs(120), || read_failover_log(&state).acks.len() >= 1500);
+
+    std::fs::write(&down, b"").unwrap();
+    let killed_at = now_ms();
+    master.0.kill().unwrap();
+    master.0.wait().unwrap();
+    // What the slave holds of what the master acknowledged: nothing SEND_OK may be missing
+    // on a synchronous master's slave.
+    let acks = read_failover_log(&state).acks;
+    let missing = acks
+        .iter()
+        .filter(|(_, status, queue, offset)| status == "SEND_OK" && queue_max(slave_addr, &topic, *queue) <= *offset)
+        .count();
+    // The consumer goes on from the slave (within a rebalance interval, 20 s).
+    wait_until("a delivery from the slave while the master is down", Duration::from_secs(40), || {
+        read_failover_log(&state).deliveries_ms.iter().any(|t| *t > killed_at + 500)
+    });
+    // The master comes back on its store; producers and consumers return to it.
+    let master = silo_process(&master_args, &master_log, master_addr);
+    std::fs::remove_file(&down).unwrap();
+    let before = read_failover_log(&state).acks.len();
+    wait_until("500 sends acknowledged by the restarted master", Duration::from_secs(120), || {
+        read_failover_log(&state).acks.len() >= before + 500
+    });
+    std::fs::write(&stop, b"").unwrap();
+    let out = java.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success() && stdout.contains("PASS failover"),
+        "failover scenario failed:\n{stdout}\n{}",
+        std::fs::read_to_string(dir.path().join("failover.err")).unwrap_or_default()
+    );
+    drop(master);
+    (missing, stdout.trim().to_owned())
+}
+
+#[test]
+fn a_sync_master_killed_under_load_loses_no_acknowledged_message_and_its_consumers_go_on() {
+    let (missing, report) = failover("SYNC_MASTER");
+    println!("SYNC_MASTER: {report}; acknowledged but not on the slave when the master died: {missing}");
+    assert_eq!(missing, 0, "a synchronous master's slave lacked acknowledged messages");
+}
+
+#[test]
+fn an_async_master_killed_under_load_can_lose_only_its_unreplicated_tail() {
+    let (missing, report) = failover("ASYNC_MASTER");
+    // Not an assertion: an asynchronous master acknowledges before its slave has the bytes;
+    // what the slave lacked is what losing the master's disk would lose.
+    println!("ASYNC_MASTER: {report}; acknowledged but not on the slave when the master died: {missing}");
+}

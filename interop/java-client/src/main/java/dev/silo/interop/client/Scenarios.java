@@ -49,6 +49,7 @@ public final class Scenarios {
         SCENARIOS.put("sql-filter", "SqlFilter");
         SCENARIOS.put("timers", "Timers");
         SCENARIOS.put("pop-consume", "PopConsume");
+        SCENARIOS.put("failover", "Failover");
     }
 
     private Scenarios() {
