@@ -438,3 +438,159 @@ fn an_async_master_killed_under_load_can_lose_only_its_unreplicated_tail() {
     // what the slave lacked is what losing the master's disk would lose.
     println!("ASYNC_MASTER: {report}; acknowledged but not on the slave when the master died: {missing}");
 }
+
+/// A TCP relay between a slave and its master's HA port, whose connections the test can cut.
+struct Relay {
+    addr: SocketAddr,
+    live: std::sync::Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>,
+}
+
+impl Relay {
+    fn to(upstream: SocketAddr) -> Self {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let live = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let conns = live.clone();
+        std::thread::spawn(move || {
+            for down in listener.incoming().flatten() {
+                let Ok(up) = std::net::TcpStream::connect(upstream) else { continue };
+                let pipe = |mut from: std::net::TcpStream, mut to: std::net::TcpStream| {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                };
+                let mut held = conns.lock().unwrap();
+                held.push(down.try_clone().unwrap());
+                held.push(up.try_clone().unwrap());
+                pipe(down.try_clone().unwrap(), up.try_clone().unwrap());
+                pipe(up, down);
+            }
+        });
+        Self { addr, live }
+    }
+
+    /// Drops every connection through the relay, as a broken network would.
+    fn cut(&self) -> usize {
+        let conns: Vec<_> = self.live.lock().unwrap().drain(..).collect();
+        for c in &conns {
+            let _ = c.shutdown(std::net::Shutdown::Both);
+        }
+        conns.len() / 2
+    }
+}
+
+/// The log's bytes below `end` (files past it, such as a segment prepared ahead of need, are
+/// not data).
+fn log_digest(store: &Path, end: u64) -> Vec<(u64, Vec<u8>)> {
+    segments(store)
+        .into_iter()
+        .filter(|(start, _)| *start < end)
+        .map(|(start, path)| {
+            let mut bytes = std::fs::read(path).unwrap();
+            bytes.truncate((end - start).min(bytes.len() as u64) as usize);
+            (start, bytes)
+        })
+        .collect()
+}
+
+#[test]
+fn a_slave_resumes_without_a_gap_after_its_link_drops_and_refuses_a_wrong_master_or_garbage() {
+    let dir = tempfile::tempdir().unwrap();
+    // Master A, with its own name server, and a slave that reaches A's HA port through a relay.
+    let ha = free_addr();
+    let ha_port = format!("haListenPort={}", ha.port());
+    let a = SiloServer::start(&dir.path().join("a"), &["--set", &ha_port, "--set", SEGMENT_CONF]);
+    let relay = Relay::to(ha);
+    let slave_data = dir.path().join("slave");
+    let via_relay = format!("haMasterAddress={}", relay.addr);
+    let (slave, slave_addr) = silo_slave(&slave_data, a.namesrv, &[&via_relay]);
+    let bodies: Vec<String> = (0..400).map(|i| format!("before the cuts {i} {}", "y".repeat(200))).collect();
+    let refs: Vec<&str> = bodies.iter().map(String::as_str).collect();
+    produce(a.namesrv, "LinkTopic", &refs);
+    wait_until("the slave to catch up", Duration::from_secs(30), || max_offset(slave_addr) >= max_offset(a.broker));
+
+    // The link drops again and again while messages flow.
+    let file = dir.path().join("load.txt");
+    let mut cuts = 0;
+    for round in 0..5 {
+        let load: Vec<String> = (0..600).map(|i| format!("across cut {round}: {i} {}", "z".repeat(300))).collect();
+        std::fs::write(&file, load.join("\n") + "\n").unwrap();
+        wait_until("the slave to be linked again", Duration::from_secs(30), || {
+            runtime(slave_addr).get("haMasterConnected").map(String::as_str) == Some("true")
+        });
+        let mut producer = std::process::Command::new(env!("CARGO_BIN_EXE_silo"))
+            .args(["produce", "-n", &a.namesrv.to_string(), "-t", "LinkTopic", "-f", file.to_str().unwrap()])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50 + 40 * round));
+        cuts += relay.cut();
+        assert!(producer.wait().unwrap().success());
+    }
+    assert!(cuts >= 5, "the link was cut {cuts} times");
+    let end = max_offset(a.broker);
+    wait_until("the slave to catch up after the cuts", Duration::from_secs(60), || max_offset(slave_addr) >= end);
+    assert!(end > SEGMENT as i64);
+    assert_eq!(assert_same_log(&a.data, &slave_data, end as u64), end as u64);
+    assert_eq!(assert_same_queues(&a.data, &slave_data, "LinkTopic"), 3400);
+
+    // Another group's master B: the slave, pointed at it, refuses it and keeps A's log.
+    drop(slave);
+    let kept = log_digest(&slave_data, end as u64);
+    let ha_b = free_addr();
+    let ha_b_port = format!("haListenPort={}", ha_b.port());
+    let b = SiloServer::start(&dir.path().join("b"), &["--set", &ha_b_port, "--set", SEGMENT_CONF]);
+    let other: Vec<String> = (0..3000).map(|i| format!("another group {i} {}", "w".repeat(300))).collect();
+    std::fs::write(&file, other.join("\n") + "\n").unwrap();
+    let sent = std::process::Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["produce", "-n", &b.namesrv.to_string(), "-t", "OtherTopic", "-f", file.to_str().unwrap()])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let at_b = format!("haMasterAddress={ha_b}");
+    let (slave, slave_addr) = silo_slave(&slave_data, a.namesrv, &[&at_b]);
+    let refusal = || runtime(slave_addr).get("haLastRefusal").cloned().unwrap_or_default();
+    wait_until("the slave to refuse the wrong master", Duration::from_secs(30), || !refusal().is_empty());
+    println!("refused the wrong master: {}", refusal());
+    assert_eq!(max_offset(slave_addr), end, "the slave's log grew or shrank under a wrong master");
+    drop(slave);
+    assert!(log_digest(&slave_data, end as u64) == kept, "the slave's log changed under a wrong master");
+
+    // Garbage on the HA port: refused, data kept.
+    let fake = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let fake_addr = fake.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for mut s in fake.incoming().flatten() {
+            use std::io::Write;
+            let _ = s.write_all(&[0xab; 4096]);
+            std::thread::sleep(Duration::from_secs(2));
+        }
+    });
+    let at_fake = format!("haMasterAddress={fake_addr}");
+    let (slave, slave_addr) = silo_slave(&slave_data, a.namesrv, &[&at_fake]);
+    wait_until("the slave to refuse garbage", Duration::from_secs(30), || {
+        runtime(slave_addr).get("haLastRefusal").is_some_and(|r| !r.is_empty())
+    });
+    println!("refused garbage: {}", runtime(slave_addr)["haLastRefusal"]);
+    assert_eq!(max_offset(slave_addr), end, "the slave's log grew or shrank under garbage");
+    drop(slave);
+    assert!(log_digest(&slave_data, end as u64) == kept, "the slave's log changed under garbage");
+
+    // Garbage sent to a master's HA port: that link is dropped, and the master goes on
+    // serving its real slave.
+    let (_slave, slave_addr) = silo_slave(&slave_data, a.namesrv, &[&via_relay]);
+    {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(ha).unwrap();
+        s.write_all(&[0xff; 64]).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = [0u8; 64];
+        assert_eq!(s.read(&mut buf).unwrap_or(0), 0, "the master closes a link that sends a negative offset");
+    }
+    assert_eq!(produce(a.namesrv, "LinkTopic", &["after the garbage"]), ["SEND_OK"]);
+    let end = max_offset(a.broker);
+    wait_until("the slave to get the last message", Duration::from_secs(30), || max_offset(slave_addr) >= end);
+    assert_eq!(assert_same_log(&a.data, &slave_data, end as u64), end as u64);
+}

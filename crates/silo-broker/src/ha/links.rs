@@ -328,6 +328,7 @@ impl HaLinks {
             rows.push(("haMasterConnected".into(), m.connected.to_string()));
             rows.push(("haHeldOffset".into(), m.held_offset.to_string()));
             rows.push(("haMasterOffsetSeen".into(), m.master_offset_seen.to_string()));
+            rows.push(("haLastRefusal".into(), m.last_refusal.unwrap_or_default()));
         }
         rows
     }

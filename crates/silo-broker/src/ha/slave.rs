@@ -101,7 +101,7 @@ async fn link(broker: &Broker, master: SocketAddr, master_ends_at: Option<i64>) 
     let cut_back = check_until < held;
     let empty = held == 0 && start == 0;
     let mut expect = start;
-    let mut reported = -1i64;
+    let mut reported = start;
     let mut report = [0u8; OFFSET_REPORT_LEN];
     encode_offset_report(start, &mut &mut report[..]);
     if let Err(e) = writer.write_all(&report).await {
@@ -164,9 +164,12 @@ async fn link(broker: &Broker, master: SocketAddr, master_ends_at: Option<i64>) 
             broker.ha_links.master.transfer(expect, body.len());
             buf.advance(transfer.len);
         }
-        // Report what is held after each read, and at least every heartbeat interval.
-        let holds = confirmable(broker).await;
-        if holds != reported || last_report.elapsed() >= settings.heartbeat_interval {
+        // Report what is held after each read, and at least every heartbeat interval; but not
+        // before the master's first transfer (a second report read together with the first
+        // would be taken as where to start), and while the master's first bytes are still being
+        // compared, only what they proved.
+        let holds = if expect < check_until { expect } else { confirmable(broker).await };
+        if !first && (holds != reported || last_report.elapsed() >= settings.heartbeat_interval) {
             encode_offset_report(holds.max(0), &mut &mut report[..]);
             if let Err(e) = writer.write_all(&report).await {
                 return LinkEnd::Lost(e.to_string());
