@@ -17,8 +17,17 @@ SILO = "silo"
 APACHE = "apache"
 RUST = "rocketmq-rust"
 ALL = [SILO, APACHE, RUST]
+# Master/slave pairs (docs/replication.md): not in the default list.
+SILO_ASYNC_PAIR = "silo-async-pair"
+SILO_SYNC_PAIR = "silo-sync-pair"
+APACHE_ASYNC_PAIR = "apache-async-pair"
+APACHE_SYNC_PAIR = "apache-sync-pair"
+PAIRS = [SILO_ASYNC_PAIR, SILO_SYNC_PAIR, APACHE_ASYNC_PAIR, APACHE_SYNC_PAIR]
 
-LABELS = {SILO: "Silo", APACHE: "Apache RocketMQ 5.3.3", RUST: "rocketmq-rust 1.0.0"}
+LABELS = {SILO: "Silo", APACHE: "Apache RocketMQ 5.3.3", RUST: "rocketmq-rust 1.0.0",
+          SILO_ASYNC_PAIR: "Silo ASYNC_MASTER + slave", SILO_SYNC_PAIR: "Silo SYNC_MASTER + slave",
+          APACHE_ASYNC_PAIR: "Apache 5.3.3 ASYNC_MASTER + slave",
+          APACHE_SYNC_PAIR: "Apache 5.3.3 SYNC_MASTER (inSyncReplicas=2) + slave"}
 
 RUST_VERSION = "1.0.0"
 RUST_CRATES = {"rocketmq-namesrv": "rocketmq-namesrv-rust", "rocketmq-broker": "rocketmq-broker-rust"}
@@ -131,7 +140,7 @@ class Apache(Broker):
         self.namesrv, self.broker = f"127.0.0.1:{n}", f"127.0.0.1:{b}"
         self.dir.mkdir(parents=True, exist_ok=True)
         extra = self.dir / "broker-extra.conf"
-        extra.write_text(APACHE_BROKER_CONF_EXTRA)
+        extra.write_text(self.conf_extra())
         argv = ["bash", str(self.script()), "start", str(self.dir), "--namesrv-port", str(n),
                 "--broker-port", str(b), "--broker-heap", self.ctx.apache_broker_heap,
                 "--namesrv-heap", self.ctx.apache_namesrv_heap, "--flush", self.flush,
@@ -143,6 +152,10 @@ class Apache(Broker):
         if r.returncode != 0:
             raise RuntimeError(f"rocketmq-server.sh start failed; see {self.dir / 'start.log'}")
         self.pids = {name: int((self.dir / f"{name}.pid").read_text()) for name in ("namesrv", "broker")}
+
+    def conf_extra(self):
+        """The lines added to the broker's broker.conf."""
+        return APACHE_BROKER_CONF_EXTRA
 
     def stop(self):
         if getattr(self, "started", False):
@@ -217,7 +230,170 @@ haListenPort = {b + 1}
         return RUST_VERSION
 
 
-CLASSES = {SILO: Silo, APACHE: Apache, RUST: RocketmqRust}
+class SiloPair(Broker):
+    """`silo serve` as the master (its embedded name server) and `silo broker` as its slave."""
+
+    role = None
+
+    def start(self):
+        (self.dir / "slave").mkdir(parents=True, exist_ok=True)
+        self.data.mkdir(parents=True, exist_ok=True)
+        n, b = procs.pick_ports()
+        _, ha = procs.pick_ports()
+        _, s = procs.pick_ports()
+        self.namesrv, self.broker = f"127.0.0.1:{n}", f"127.0.0.1:{b}"
+        common = ["--broker-ip", "127.0.0.1", "--grpc-port", "0"]
+        if self.flush == "sync":
+            common += ["--flush-disk-type", "SYNC_FLUSH"]
+        master = [str(self.ctx.silo_bin), "serve", "--data-dir", str(self.data), "--listen-port", str(b),
+                  "--namesrv-listen", self.namesrv, "--set", f"brokerRole={self.role}",
+                  "--set", f"haListenPort={ha}"] + common
+        env = dict(os.environ, HOME=str(self.dir))
+        self.proc = procs.spawn(master, self.dir / "silo.log", env=env)
+        deadline = time.monotonic() + self.ctx.start_timeout
+        if not (procs.wait_port(n, deadline, self.proc) and procs.wait_port(b, deadline, self.proc)):
+            raise RuntimeError(f"silo serve did not come up; see {self.dir / 'silo.log'}")
+        slave = [str(self.ctx.silo_bin), "broker", "--data-dir", str(self.dir / "slave" / "data"),
+                 "--listen-port", str(s), "--namesrv-addr", self.namesrv, "--set", "brokerRole=SLAVE",
+                 "--set", "brokerId=1"] + common
+        self.slave = procs.spawn(slave, self.dir / "silo-slave.log", env=env)
+        if not procs.wait_port(s, deadline, self.slave):
+            raise RuntimeError(f"the silo slave did not come up; see {self.dir / 'silo-slave.log'}")
+        self.pids = {"silo": self.proc.pid, "silo-slave": self.slave.pid}
+        wait_slave_linked(self, deadline)
+
+    def stop(self):
+        procs.stop(getattr(self, "slave", None))
+        procs.stop(getattr(self, "proc", None))
+
+    def version(self):
+        return procs._cmd([str(self.ctx.silo_bin), "--version"])
+
+
+class SiloAsyncPair(SiloPair):
+    key = SILO_ASYNC_PAIR
+    role = "ASYNC_MASTER"
+
+
+class SiloSyncPair(SiloPair):
+    key = SILO_SYNC_PAIR
+    role = "SYNC_MASTER"
+
+
+class ApachePair(Apache):
+    """Apache's master and name server, then its slave registering with that name server. The
+    synchronous master gets inSyncReplicas=2: with 5.3.3's default of 1 it would not wait for
+    its slave at all (docs/replication.md)."""
+
+    conf = None
+
+    def conf_extra(self):
+        return APACHE_BROKER_CONF_EXTRA + self.conf
+
+    def start(self):
+        self.slave_dir = self.dir / "slave"
+        self.slave_dir.mkdir(parents=True, exist_ok=True)
+        super().start()
+        _, s = procs.pick_ports()
+        extra = self.slave_dir / "broker-extra.conf"
+        extra.write_text(APACHE_BROKER_CONF_EXTRA + "brokerId=1\nbrokerRole=SLAVE\n")
+        argv = ["bash", str(self.script()), "start", str(self.slave_dir), "--namesrv-addr", self.namesrv,
+                "--broker-port", str(s), "--broker-heap", self.ctx.apache_broker_heap, "--flush", self.flush,
+                "--timeout", str(int(self.ctx.start_timeout)), "--broker-conf-extra", str(extra)]
+        with open(self.slave_dir / "start.log", "ab") as out:
+            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3)
+        self.slave_started = True
+        if r.returncode != 0:
+            raise RuntimeError(f"the Apache slave did not start; see {self.slave_dir / 'start.log'}")
+        self.pids["broker-slave"] = int((self.slave_dir / "broker.pid").read_text())
+        wait_slave_linked(self, time.monotonic() + self.ctx.start_timeout)
+
+    def stop(self):
+        if getattr(self, "slave_started", False):
+            subprocess.run(["bash", str(self.script()), "stop", str(self.slave_dir)], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, timeout=180)
+        super().stop()
+
+
+class ApacheAsyncPair(ApachePair):
+    key = APACHE_ASYNC_PAIR
+    conf = "brokerRole=ASYNC_MASTER\n"
+
+
+class ApacheSyncPair(ApachePair):
+    key = APACHE_SYNC_PAIR
+    conf = "brokerRole=SYNC_MASTER\ninSyncReplicas=2\n"
+
+
+def wait_slave_linked(pair, deadline):
+    """Waits until the master lists one connected slave (GET_BROKER_HA_STATUS)."""
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            if remoting.ha_status(pair.broker).get("haConnectionInfo"):
+                return
+        except (OSError, remoting.RemotingError, ValueError) as e:
+            last = e
+        time.sleep(0.3)
+    raise RuntimeError(f"{pair.label}: the slave never linked to its master ({last})")
+
+
+class LagSampler:
+    """Samples a master's HA status every `interval` s in a thread: how many bytes the slave
+    had not confirmed, and for how long (the time since the master's log first reached the
+    offset the slave has confirmed now). The same probe for every broker."""
+
+    def __init__(self, broker, interval=0.1):
+        import threading
+        self.broker, self.interval = broker, interval
+        self.history = []  # (t, master max offset)
+        self.samples = []  # (t, bytes behind, seconds behind)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self):
+        while not self._stop.wait(self.interval):
+            try:
+                st = remoting.ha_status(self.broker)
+            except (OSError, remoting.RemotingError, ValueError):
+                continue
+            t = time.monotonic()
+            top = int(st.get("masterCommitLogMaxOffset", 0))
+            self.history.append((t, top))
+            for c in st.get("haConnectionInfo", [])[:1]:
+                ack = int(c.get("slaveAckOffset", 0))
+                self.samples.append((t, max(0, top - ack), max(0.0, t - self._reached(ack, t))))
+
+    def _reached(self, offset, now):
+        """When the master's log first reached `offset`, interpolated between samples."""
+        prev = None
+        for ht, off in self.history:
+            if off >= offset:
+                if prev is None or off == prev[1]:
+                    return ht
+                return prev[0] + (ht - prev[0]) * (offset - prev[1]) / (off - prev[1])
+            prev = (ht, off)
+        return now
+
+    def close(self):
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def between(self, t0, t1):
+        got = sorted(s for s in self.samples if t0 <= s[0] <= t1)
+        if not got:
+            return None
+        by_bytes = sorted(b for _, b, _ in got)
+        by_time = sorted(x for _, _, x in got)
+        q = lambda xs, p: xs[min(len(xs) - 1, int(p * len(xs)))]  # noqa: E731
+        return {"samples": len(got), "bytes_p50": q(by_bytes, 0.5), "bytes_p99": q(by_bytes, 0.99),
+                "bytes_max": by_bytes[-1], "ms_p50": round(1000 * q(by_time, 0.5), 1),
+                "ms_p99": round(1000 * q(by_time, 0.99), 1), "ms_max": round(1000 * by_time[-1], 1)}
+
+
+CLASSES = {SILO: Silo, APACHE: Apache, RUST: RocketmqRust, SILO_ASYNC_PAIR: SiloAsyncPair,
+           SILO_SYNC_PAIR: SiloSyncPair, APACHE_ASYNC_PAIR: ApacheAsyncPair, APACHE_SYNC_PAIR: ApacheSyncPair}
 
 
 # --- installation ------------------------------------------------------------------------------

@@ -101,6 +101,16 @@ class Connection:
         return resp, rbody
 
 
+GET_BROKER_HA_STATUS = 907
+
+
+def ha_status(broker):
+    """GET_BROKER_HA_STATUS: a master's HARuntimeInfo (its slaves' confirmed offsets), a dict."""
+    with Connection(broker, timeout=5.0) as c:
+        _, body = c.call(GET_BROKER_HA_STATUS)
+    return _fastjson(body.decode())
+
+
 def route(namesrv, topic):
     """The name server's TopicRouteData for topic (a dict), or None if it has no route."""
     with Connection(namesrv) as c:

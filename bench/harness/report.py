@@ -100,7 +100,30 @@ def markdown(results, workload_names, what):
                            f"| {_ratio(silo['cpu'], o['cpu'])} "
                            f"| {_ratio(silo['cpu_msg'], o['cpu_msg'])} | | |")
         out.append("")
+        out.extend(_replication_table(wl, rows))
     return "\n".join(out)
+
+
+def _replication_table(wl, rows):
+    """For master/slave pairs: how far behind the slave was while the workload ran, sampled every
+    0.1 s from the master's GET_BROKER_HA_STATUS (bytes not confirmed, and how long ago the
+    master's log reached what the slave had confirmed)."""
+    pairs = [r for r in rows if r.get("status") == "ok" and r.get("replication_lag")]
+    if not pairs:
+        return []
+    out = [f"Replication lag during {wl} (sampled every 0.1 s on the master):\n",
+           "| Broker | Generator | msgs/s | p99 ms | behind p50 KiB | behind p99 KiB | behind max KiB "
+           "| lag p50 ms | lag p99 ms | lag max ms | samples |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in pairs:
+        f, lag = _figures(r), r["replication_lag"]
+        label = brokers.LABELS.get(r["broker"], r["broker"])
+        out.append(f"| {label} | {r['generator']} | {_num(f['rate'])} | {_ms(f['p99'])} "
+                   f"| {_num(lag['bytes_p50'] / 1024, 1)} | {_num(lag['bytes_p99'] / 1024, 1)} "
+                   f"| {_num(lag['bytes_max'] / 1024, 1)} | {_num(lag['ms_p50'], 1)} | {_num(lag['ms_p99'], 1)} "
+                   f"| {_num(lag['ms_max'], 1)} | {lag['samples']} |")
+    out.append("")
+    return out
 
 
 def _rated_figures(r):

@@ -20,6 +20,9 @@ pub struct BrokerConfig {
     pub namesrv_addr: Vec<SocketAddr>,
     pub store_path_root_dir: PathBuf,
     pub flush_disk_type_sync: bool,
+    /// `syncFlushTimeout` (5 s): how long a SYNC_FLUSH send waits for its fsync before it is
+    /// answered FLUSH_DISK_TIMEOUT (stored, not known to be on disk).
+    pub sync_flush_timeout: Duration,
     pub mapped_file_size_commit_log: usize,
     pub file_reserved_time_hours: u64,
     /// `diskMaxUsedSpaceRatio`, `diskSpaceCleanForciblyRatio`, `cleanFileForciblyEnable`,
@@ -84,6 +87,7 @@ impl Default for BrokerConfig {
             namesrv_addr: Vec::new(),
             store_path_root_dir: home.join("store"),
             flush_disk_type_sync: false,
+            sync_flush_timeout: Duration::from_secs(5),
             mapped_file_size_commit_log: 1 << 30,
             file_reserved_time_hours: 72,
             disk: silo_store::DiskPolicy::default(),
@@ -263,6 +267,7 @@ impl BrokerConfig {
                     _ => return Err("expected SYNC_FLUSH or ASYNC_FLUSH".into()),
                 }
             }
+            "syncFlushTimeout" => self.sync_flush_timeout = Duration::from_millis(num(v)?.max(1)),
             "mappedFileSizeCommitLog" => self.mapped_file_size_commit_log = num(v)? as usize,
             "fileReservedTime" => self.file_reserved_time_hours = num(v)?,
             "diskMaxUsedSpaceRatio" => self.disk.max_used_ratio = parse_ratio(v)?,
@@ -415,7 +420,11 @@ impl BrokerConfig {
     pub fn store_config(&self) -> StoreConfig {
         let mut c = StoreConfig::new(&self.store_path_root_dir);
         c.commit_log_segment_size = self.mapped_file_size_commit_log;
-        c.flush = if self.flush_disk_type_sync { FlushMode::default_sync() } else { FlushMode::default_async() };
+        c.flush = if self.flush_disk_type_sync {
+            FlushMode::Sync { timeout: self.sync_flush_timeout }
+        } else {
+            FlushMode::default_async()
+        };
         c.store_host = self.broker_addr();
         c.max_message_size = self.max_message_size;
         c.enable_lmq = self.enable_lmq;

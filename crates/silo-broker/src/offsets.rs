@@ -186,3 +186,39 @@ impl OffsetManager {
         write_json_atomic(&*self.fs, &self.path, &snapshot).inspect_err(|_| self.dirty.store(true, Ordering::Release))
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn table(entries: &[(&str, i32, i64)]) -> OffsetsFile {
+        let mut f = OffsetsFile::default();
+        for (k, q, o) in entries {
+            f.offset_table.entry((*k).to_owned()).or_default().insert(*q, *o);
+        }
+        f
+    }
+
+    #[test]
+    fn a_slave_keeps_offsets_committed_while_its_master_was_away_until_the_master_catches_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs: std::sync::Arc<dyn silo_store::fs::Fs> = std::sync::Arc::new(silo_store::fs::RealFs);
+        let offsets = OffsetManager::load(fs, dir.path().join("consumerOffset.json")).unwrap();
+        offsets.track_local_commits();
+        offsets.merge_from_master(table(&[("T@g", 0, 10), ("T@g", 1, 20), ("U@h", 0, 5)]));
+        assert_eq!(offsets.query("g", "T", 0), Some(10));
+        // The master is away; the consumer commits on the slave.
+        offsets.commit("g", "T", 0, 40);
+        // The master returns with what it had: the further offset stays, the rest follows it.
+        offsets.merge_from_master(table(&[("T@g", 0, 10), ("T@g", 1, 25), ("U@h", 0, 5)]));
+        assert_eq!(offsets.query("g", "T", 0), Some(40));
+        assert_eq!(offsets.query("g", "T", 1), Some(25));
+        // Once the master passed it, the master's value wins again (a reset backwards included).
+        offsets.merge_from_master(table(&[("T@g", 0, 50)]));
+        assert_eq!(offsets.query("g", "T", 0), Some(50));
+        offsets.merge_from_master(table(&[("T@g", 0, 3)]));
+        assert_eq!(offsets.query("g", "T", 0), Some(3));
+        assert_eq!(offsets.query("h", "U", 0), None, "a group the master forgot is forgotten");
+    }
+}

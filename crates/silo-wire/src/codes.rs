@@ -14,6 +14,10 @@ pub mod request {
     pub const GET_ALL_CONSUMER_OFFSET: i32 = 43;
     /// GET_ALL_DELAY_OFFSET: `delayOffset.json`'s content (a slave's copy).
     pub const GET_ALL_DELAY_OFFSET: i32 = 45;
+    /// GET_TIMER_CHECK_POINT: the timer checkpoint's 56 bytes (a slave asks every 3 s).
+    pub const GET_TIMER_CHECK_POINT: i32 = 60;
+    /// GET_TIMER_METRICS: the timer metrics (`timermetrics`), JSON (a slave's copy).
+    pub const GET_TIMER_METRICS: i32 = 61;
     pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
     pub const GET_MAX_OFFSET: i32 = 30;
     pub const GET_MIN_OFFSET: i32 = 31;

@@ -120,6 +120,25 @@ fn silo_slave(data: &Path, namesrv: SocketAddr, extra: &[&str]) -> (common::Kill
     (silo_process(&args, &data.with_extension("log"), addr), addr)
 }
 
+/// A send straight to `broker` (SEND_MESSAGE with an empty body): its response code.
+fn send_directly(broker: SocketAddr, topic: &str) -> i32 {
+    let fields = [
+        ("producerGroup", "direct_pg"),
+        ("topic", topic),
+        ("defaultTopic", "TBW102"),
+        ("defaultTopicQueueNums", "4"),
+        ("queueId", "0"),
+        ("sysFlag", "0"),
+        ("bornTimestamp", "0"),
+        ("flag", "0"),
+        ("properties", ""),
+        ("reconsumeTimes", "0"),
+        ("unitMode", "false"),
+        ("batch", "false"),
+    ];
+    call(broker, rq::SEND_MESSAGE, &fields).header.code
+}
+
 #[test]
 fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies() {
     let dir = tempfile::tempdir().unwrap();
@@ -166,6 +185,8 @@ fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies(
     assert_eq!(compared, end as u64, "a slave that started with the master holds its whole log");
     let units = assert_same_queues(&master_data, &slave_data, &topic);
     assert_eq!(units, 6000);
+    // A slave takes no sends of its own (Java's answer: the client retries on another master).
+    assert_eq!(send_directly(slave_addr, &topic), silo_wire::codes::response::SYSTEM_BUSY);
     // The slave copies the group's committed offsets from the master.
     let offsets = |broker| call(broker, rq::GET_ALL_CONSUMER_OFFSET, &[]).body.to_vec();
     wait_until("the slave to copy the master's consumer offsets", Duration::from_secs(30), || {
@@ -182,7 +203,7 @@ fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies(
 }
 
 #[test]
-fn an_apache_slave_copies_a_silo_master() {
+fn an_apache_slave_copies_a_silo_master_and_its_metadata() {
     let dir = tempfile::tempdir().unwrap();
     let ha = free_addr();
     let ha_port = format!("haListenPort={}", ha.port());
@@ -190,19 +211,38 @@ fn an_apache_slave_copies_a_silo_master() {
         &dir.path().join("master"),
         &["--set", "brokerRole=ASYNC_MASTER", "--set", &ha_port, "--set", SEGMENT_CONF],
     );
+    let ns = silo.namesrv.to_string();
+    // History before the slave exists: a topic, a group's committed offsets.
+    let (early, group) = ("before_the_apache_slave", "apache_slave_group");
+    java_scenario(&ns, "produce-consume", &["--count", "4000", "--topic", early, "--group", group]);
+    let joined_at = max_offset(silo.broker);
     let apache = ApacheServers::start_broker(
         &dir.path().join("apache-slave"),
         silo.namesrv,
         &["brokerRole=SLAVE", "brokerId=1", SEGMENT_CONF],
     );
     let slave_addr: SocketAddr = format!("127.0.0.1:{}", apache.broker_port).parse().unwrap();
-    let ns = silo.namesrv.to_string();
+    // Java's slave copies the master's metadata with Silo's answers to GET_ALL_TOPIC_CONFIG,
+    // GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET and the rest: a few seconds after it starts
+    // if it knows its master by then, else a minute later (its fixed period).
+    wait_until("the Apache slave to copy the topics and offsets", Duration::from_secs(120), || {
+        let topics = String::from_utf8_lossy(&call(slave_addr, rq::GET_ALL_TOPIC_CONFIG, &[]).body).into_owned();
+        let offsets = String::from_utf8_lossy(&call(slave_addr, rq::GET_ALL_CONSUMER_OFFSET, &[]).body).into_owned();
+        topics.contains(early) && offsets.contains(&format!("{early}@{group}"))
+    });
+    // Apache's slave refuses a send as Silo's does.
+    assert_eq!(send_directly(slave_addr, early), silo_wire::codes::response::SYSTEM_BUSY);
     let topic = "replicated_to_apache";
     java_scenario(&ns, "produce-consume", &["--count", "4000", "--topic", topic]);
     let end = max_offset(silo.broker);
-    assert!(end > SEGMENT as i64);
     wait_until("the Apache slave to catch up", Duration::from_secs(60), || max_offset(slave_addr) >= end);
-    assert_eq!(assert_same_log(&silo.data, &apache.store(), end as u64), end as u64);
+    let first = *segments(&apache.store()).keys().next().unwrap();
+    assert_eq!(
+        first as i64,
+        joined_at - joined_at % SEGMENT as i64,
+        "a new slave starts with the master's newest segment"
+    );
+    assert_eq!(assert_same_log(&silo.data, &apache.store(), end as u64), end as u64 - first);
     assert_eq!(assert_same_queues(&silo.data, &apache.store(), topic), 4000);
 }
 

@@ -176,6 +176,26 @@ impl Broker {
         response::with_body(frame.header.opaque, body)
     }
 
+    /// GET_TIMER_CHECK_POINT (60): the timer checkpoint as `config/timercheck` holds it (zeros
+    /// before the first timer), the 56 bytes Java's slave decodes.
+    pub(crate) fn timer_checkpoint_frame(&self, frame: &Frame) -> Outgoing {
+        let path = self.config.store_path_root_dir.join(silo_store::timer::CHECKPOINT_FILE);
+        let bytes = self.store.config().fs.read(&path).unwrap_or_default();
+        let checkpoint = silo_store::timer::layout::TimerCheckpoint::decode(&bytes);
+        response::with_body(frame.header.opaque, checkpoint.encode().to_vec())
+    }
+
+    /// GET_TIMER_METRICS (61): `config/timermetrics` as it is, or an empty table (Silo keeps no
+    /// per-topic timer counts of its own).
+    pub(crate) fn timer_metrics_frame(&self, frame: &Frame) -> Outgoing {
+        let path = self.config.store_path_root_dir.join("config").join("timermetrics");
+        let body = match self.store.config().fs.read(&path) {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            _ => br#"{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"timingCount":{}}"#.to_vec(),
+        };
+        response::with_body(frame.header.opaque, body)
+    }
+
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).
     pub(crate) fn all_group_config_frame(&self, frame: &Frame) -> Outgoing {
         response::with_body(frame.header.opaque, encode_json_body(&self.groups.all()))

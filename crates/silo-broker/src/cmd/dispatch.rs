@@ -20,6 +20,9 @@ pub fn broker_request(broker: &Arc<Broker>, conn: &mut ConnState, channel: &Chan
     let Some(Request { handler: Handler::Broker(handler), reads_dispatched, .. }) = table::find(code) else {
         return (!oneway).then(|| response::not_supported(opaque, code));
     };
+    if broker.config.ha.refuses(code) {
+        return (!oneway).then(|| response::error(opaque, rs::SYSTEM_BUSY, crate::ha::SLAVE_REJECT_REMARK));
+    }
     if *reads_dispatched && broker.store.dispatch_behind() > 0 {
         // The answer must include every message acknowledged before this request: wait
         // (bounded) for dispatch to catch up with the log as it is now, then answer.

@@ -99,16 +99,8 @@ impl Broker {
             Ok(h) => h,
             Err(out) => return Some(out),
         };
+        // (A slave without `slaveReadEnable` refused the pull before it got here.)
         let slave = !self.config.ha.role.is_master();
-        if slave && !self.config.ha.slave_read_enable {
-            // Java's slave takes no pulls unless `slaveReadEnable` (the request is refused
-            // before it is read, as under flow control).
-            return Some(response::error(
-                opaque,
-                rs::SYSTEM_BUSY,
-                "[REJECTREQUEST]system busy, start flow control for a while",
-            ));
-        }
         let req = request_of(&h);
         let filter = match self.pull_filter(&req) {
             Ok(c) => c,

@@ -43,7 +43,6 @@ pub async fn serve(broker: Arc<Broker>, listener: TcpListener, mut shutdown: wat
 async fn link(broker: Arc<Broker>, stream: TcpStream, remote: SocketAddr, mut shutdown: watch::Receiver<bool>) {
     let _ = stream.set_nodelay(true);
     let link = broker.ha_links.add_slave(remote);
-    broker.store.replica_connected(true);
     tracing::info!(slave = %remote, "slave connected");
     let (reader, writer) = stream.into_split();
     let (first_tx, first_rx) = watch::channel(-1i64);
@@ -52,7 +51,9 @@ async fn link(broker: Arc<Broker>, stream: TcpStream, remote: SocketAddr, mut sh
         r = ship(&broker, writer, &link, first_rx) => r,
         _ = shutdown.changed() => Ok("the broker is shutting down"),
     };
-    broker.store.replica_connected(false);
+    if link.requested.load(Ordering::Acquire) >= 0 {
+        broker.store.replica_connected(false);
+    }
     broker.ha_links.remove_slave(&link);
     match ended {
         Ok(why) => tracing::info!(slave = %remote, why, "slave link closed"),
@@ -85,7 +86,10 @@ async fn read_reports(
                 buf.copy_within(consumed..have, 0);
                 have -= consumed;
                 if link.requested.load(Ordering::Acquire) < 0 {
+                    // A slave counts for SYNC_MASTER sends from its first report on, not from
+                    // the connection (anything may connect to the port).
                     link.requested.store(offset, Ordering::Release);
+                    broker.store.replica_connected(true);
                     first.send_replace(offset);
                 }
                 link.report(offset);

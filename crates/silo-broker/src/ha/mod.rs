@@ -113,7 +113,25 @@ impl Default for HaSettings {
     }
 }
 
+/// What Java's broker answers, before reading a request, to a request its slave does not serve.
+pub const SLAVE_REJECT_REMARK: &str = "[REJECTREQUEST]system busy, start flow control for a while";
+
 impl HaSettings {
+    /// Whether a broker of this role refuses request `code` outright, as Java's does (its
+    /// processors' `rejectRequest`, answered SYSTEM_BUSY): a slave takes no sends (the client
+    /// retries them on another master) and, unless `slaveReadEnable`, no pulls.
+    pub fn refuses(&self, code: i32) -> bool {
+        use silo_wire::codes::request as rq;
+        if self.role.is_master() {
+            return false;
+        }
+        match code {
+            rq::SEND_MESSAGE | rq::SEND_MESSAGE_V2 | rq::SEND_BATCH_MESSAGE | rq::CONSUMER_SEND_MSG_BACK => true,
+            rq::PULL_MESSAGE | rq::LITE_PULL_MESSAGE => !self.slave_read_enable,
+            _ => false,
+        }
+    }
+
     /// The port of the HA listener for a broker on `listen_port`.
     pub fn port(&self, listen_port: u16) -> u16 {
         self.listen_port.unwrap_or_else(|| listen_port.saturating_add(1))
