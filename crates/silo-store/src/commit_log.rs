@@ -160,9 +160,14 @@ impl CommitLog {
         let segment = match prepared {
             Some(seg) if seg.start() == next_start => seg,
             other => {
-                // Prepared for another start (a replica's log that begins where its master's
-                // newest segment does): its file must not stay behind as a segment of zeros.
-                if let Some(stale) = other {
+                // Prepared for an empty log at another start (a replica's log begins where its
+                // master's newest segment does): its file must not stay behind as a segment of
+                // zeros before the log. (With segments in the list, a stale prepared segment
+                // is one the writer created itself meanwhile: its file is in use.)
+                if let Some(stale) = other
+                    && self.segments.read().unwrap_or_else(|e| e.into_inner()).is_empty()
+                    && stale.start() != next_start
+                {
                     stale.delete()?;
                 }
                 Arc::new(self.create_segment(next_start)?)

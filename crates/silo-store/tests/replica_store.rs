@@ -32,12 +32,18 @@ fn ship(master: &Store, replica: &Store, mut from: i64, pieces: &[usize]) -> i64
     from
 }
 
-fn segment_bytes(store: &Store, dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    store.run_background_once().ok();
-    let mut files: Vec<_> = std::fs::read_dir(dir)
+/// The log's bytes below `end`, per segment (a segment prepared ahead of need is not data).
+fn segment_bytes(dir: &std::path::Path, end: i64) -> Vec<(u64, Vec<u8>)> {
+    let mut files: Vec<(u64, Vec<u8>)> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .map(|p| (p.file_name().unwrap().to_string_lossy().into_owned(), std::fs::read(&p).unwrap()))
+        .filter_map(|p| Some((p.file_name()?.to_str()?.parse::<u64>().ok()?, p)))
+        .filter(|(start, _)| (*start as i64) < end)
+        .map(|(start, p)| {
+            let mut bytes = std::fs::read(&p).unwrap();
+            bytes.truncate((end as u64 - start).min(bytes.len() as u64) as usize);
+            (start, bytes)
+        })
         .collect();
     files.sort();
     files
@@ -61,10 +67,10 @@ fn a_replica_holds_the_masters_log_byte_for_byte_and_serves_the_same_messages() 
     assert_eq!(end, master.commit_log_range().1);
     assert!(end > 3 * 64 * 1024, "the test needs several segments");
     assert_eq!(replica.commit_log_range(), master.commit_log_range());
-    assert_eq!(
-        segment_bytes(&replica, &r_dir.path().join("commitlog")),
-        segment_bytes(&master, &m_dir.path().join("commitlog"))
-    );
+    let (ours, theirs) =
+        (segment_bytes(&r_dir.path().join("commitlog"), end), segment_bytes(&m_dir.path().join("commitlog"), end));
+    assert_eq!(ours.len(), theirs.len());
+    assert!(ours == theirs, "the replica's log differs from the master's");
     for q in 0..4 {
         assert_eq!(messages(&replica, q, 0), messages(&master, q, 0), "queue {q}");
         assert_eq!(replica.max_offset_in_queue(TOPIC, q), master.max_offset_in_queue(TOPIC, q));
@@ -110,6 +116,46 @@ fn a_new_replica_starts_at_the_masters_last_segment_and_continues_after_a_restar
     ship(&master, &replica, max, &[32 * 1024]);
     assert_eq!(replica.commit_log_range().1, master.commit_log_range().1);
     assert_eq!(messages(&replica, 0, queue0_from), messages(&master, 0, queue0_from));
+}
+
+#[test]
+fn a_record_half_received_when_the_replica_stops_is_asked_for_again_and_never_read_torn() {
+    let (m_dir, r_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let master = Store::open(config(m_dir.path())).unwrap();
+    fill(&master, 0, 50);
+    let end = master.commit_log_range().1;
+    let whole = {
+        let replica = Store::open(config(r_dir.path())).unwrap();
+        replica.set_following(true);
+        // Everything but the last record, then half of it.
+        assert!(master.wait_dispatched(Duration::from_secs(10)));
+        // Message 49, the last appended, is queue 1's offset 12.
+        let last_start = master.get_messages(TOPIC, 1, 12, 1, usize::MAX, TagFilter::All).messages[0].physical_offset();
+        let before = ship_until(&master, &replica, 0, last_start);
+        let half = master.log_slice(before, 40).unwrap();
+        assert_eq!(replica.append_replicated(before, &half).unwrap(), before + 40);
+        assert_eq!(replica.commit_log_range().1, before);
+        // Stopped with the half record in its file.
+        replica.shutdown().unwrap();
+        before
+    };
+    let replica = Store::open(config(r_dir.path())).unwrap();
+    replica.set_following(true);
+    assert_eq!(replica.replica_held(), whole, "the half record is not held after a restart");
+    assert_eq!(replica.commit_log_range().1, whole);
+    ship(&master, &replica, whole, &[1000]);
+    assert_eq!(replica.commit_log_range().1, end);
+    assert_eq!(messages(&replica, 1, 0), messages(&master, 1, 0));
+}
+
+/// Ships from `from` up to `to` (a record boundary) in pieces of 333 bytes.
+fn ship_until(master: &Store, replica: &Store, mut from: i64, to: i64) -> i64 {
+    while from < to {
+        let slice = master.log_slice(from, (to - from).min(333) as usize).unwrap();
+        replica.append_replicated(from, &slice).unwrap();
+        from += slice.len() as i64;
+    }
+    from
 }
 
 #[test]

@@ -322,6 +322,19 @@ impl HaLinks {
             let behind_ms = slaves.iter().map(|s| s.behind_ms).max().unwrap_or(0);
             rows.push(("haSlaveBehindBytes".into(), behind.to_string()));
             rows.push(("haSlaveBehindMillis".into(), behind_ms.to_string()));
+            for (i, s) in slaves.iter().enumerate() {
+                rows.push((
+                    format!("haSlave{i}"),
+                    format!(
+                        "{} confirmed {} behind {} bytes {} ms{}",
+                        s.addr,
+                        s.confirmed_offset,
+                        s.behind_bytes,
+                        s.behind_ms,
+                        if s.in_sync { "" } else { " (not in sync)" }
+                    ),
+                ));
+            }
         } else {
             let m = self.master(store);
             rows.push(("haMasterAddr".into(), m.master_addr.unwrap_or_default()));

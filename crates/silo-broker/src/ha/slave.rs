@@ -43,17 +43,27 @@ pub async fn follow(broker: Arc<Broker>, mut shutdown: watch::Receiver<bool>) {
     let links = &broker.ha_links;
     // The master's end, once it said it ends before this slave's log.
     let mut master_ends_at: Option<i64> = None;
+    // While the master stays away, one line says so, not one per attempt.
+    let mut away = false;
     loop {
         let master = broker.config.ha.master_address.or_else(|| broker.ha_links.learned_master());
         if let Some(master) = master {
             *links.master.master.lock().unwrap_or_else(|e| e.into_inner()) = Some(master);
+            let received = links.master.bytes_received.load(Ordering::Relaxed);
             let ended = tokio::select! {
                 r = link(&broker, master, master_ends_at) => r,
                 _ = shutdown.changed() => return,
             };
             links.master.connected.store(false, Ordering::Release);
+            if links.master.bytes_received.load(Ordering::Relaxed) != received {
+                away = false;
+            }
             match ended {
-                LinkEnd::Lost(why) => tracing::info!(%master, %why, "link to the master lost; reconnecting"),
+                LinkEnd::Lost(why) if away => tracing::debug!(%master, %why, "still no link to the master"),
+                LinkEnd::Lost(why) => {
+                    tracing::info!(%master, %why, "link to the master lost; reconnecting every second");
+                    away = true;
+                }
                 LinkEnd::Refused(why) => {
                     tracing::error!(%master, %why, "refused the master's stream; the replica keeps its data");
                     links.master.refused(why);
