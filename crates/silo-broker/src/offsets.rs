@@ -29,7 +29,7 @@ pub struct OffsetManager {
     persist_lock: std::sync::Mutex<()>,
     /// On a slave: offsets committed here since the last copy from the master (consumers
     /// commit to the slave while the master is away), which a copy does not move back.
-    local_commits: Mutex<Option<std::collections::HashSet<(String, i32)>>>,
+    local_commits: Mutex<std::collections::HashSet<(String, i32)>>,
     /// Whether `local_commits` is kept (a slave): a master's commit path does not lock it.
     tracking: AtomicBool,
 }
@@ -65,14 +65,13 @@ impl OffsetManager {
             state: Mutex::new(state),
             dirty: AtomicBool::new(false),
             persist_lock: Mutex::new(()),
-            local_commits: Mutex::new(None),
+            local_commits: Mutex::default(),
             tracking: AtomicBool::new(false),
         })
     }
 
     /// On a slave: remember which offsets are committed here, for [`Self::merge_from_master`].
     pub fn track_local_commits(&self) {
-        *self.local_commits.lock().unwrap_or_else(|e| e.into_inner()) = Some(Default::default());
         self.tracking.store(true, Ordering::Release);
     }
 
@@ -83,19 +82,17 @@ impl OffsetManager {
         let mut local = self.local_commits.lock().unwrap_or_else(|e| e.into_inner());
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let mut merged = master;
-        if let Some(local) = local.as_mut() {
-            local.retain(|(key, queue)| {
-                let ours = s.offset_table.get(key).and_then(|q| q.get(queue)).copied();
-                let theirs = merged.offset_table.get(key).and_then(|q| q.get(queue)).copied();
-                match (ours, theirs) {
-                    (Some(o), t) if t.is_none_or(|t| o > t) => {
-                        merged.offset_table.entry(key.clone()).or_default().insert(*queue, o);
-                        true
-                    }
-                    _ => false,
+        local.retain(|(key, queue)| {
+            let ours = s.offset_table.get(key).and_then(|q| q.get(queue)).copied();
+            let theirs = merged.offset_table.get(key).and_then(|q| q.get(queue)).copied();
+            match (ours, theirs) {
+                (Some(o), t) if t.is_none_or(|t| o > t) => {
+                    merged.offset_table.entry(key.clone()).or_default().insert(*queue, o);
+                    true
                 }
-            });
-        }
+                _ => false,
+            }
+        });
         if s.offset_table != merged.offset_table {
             *s = merged;
             self.dirty.store(true, Ordering::Release);
@@ -123,10 +120,8 @@ impl OffsetManager {
         }
         self.dirty.store(true, Ordering::Release);
         drop(s);
-        if self.tracking.load(Ordering::Relaxed)
-            && let Some(local) = self.local_commits.lock().unwrap_or_else(|e| e.into_inner()).as_mut()
-        {
-            local.insert((key(topic, group), queue_id));
+        if self.tracking.load(Ordering::Relaxed) {
+            self.local_commits.lock().unwrap_or_else(|e| e.into_inner()).insert((key(topic, group), queue_id));
         }
     }
 

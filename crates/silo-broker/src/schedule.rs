@@ -33,10 +33,15 @@ pub struct Scheduler {
     props: String,
 }
 
+/// `config/delayOffset.json` under the store root.
+pub fn delay_offset_path(config: &crate::BrokerConfig) -> PathBuf {
+    config.store_path_root_dir.join("config").join("delayOffset.json")
+}
+
 impl Scheduler {
     /// Loads the progress from `config/delayOffset.json`.
     pub fn load(broker: &Broker) -> Result<Self, silo_store::StoreError> {
-        let path: PathBuf = broker.config.store_path_root_dir.join("config").join("delayOffset.json");
+        let path = delay_offset_path(&broker.config);
         let offsets = read_json(&*broker.store.config().fs, &path)?.unwrap_or_default();
         Ok(Self { path, offsets, appender: Appender::new(), props: String::new() })
     }

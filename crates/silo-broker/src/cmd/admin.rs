@@ -168,12 +168,16 @@ impl Broker {
     /// GET_ALL_DELAY_OFFSET (45): the delay scheduler's progress (`delayOffset.json` as it is),
     /// for a slave's copy.
     pub(crate) fn all_delay_offsets_frame(&self, frame: &Frame) -> Outgoing {
-        let path = self.config.store_path_root_dir.join("config").join("delayOffset.json");
-        let body = match self.store.config().fs.read(&path) {
-            Ok(bytes) if !bytes.is_empty() => bytes,
-            _ => br#"{"offsetTable":{}}"#.to_vec(),
-        };
+        let body = self.config_file_or(&crate::schedule::delay_offset_path(&self.config), br#"{"offsetTable":{}}"#);
         response::with_body(frame.header.opaque, body)
+    }
+
+    /// A config file's bytes as they are on disk, or `absent` when it is missing or empty.
+    fn config_file_or(&self, path: &std::path::Path, absent: &[u8]) -> Vec<u8> {
+        match self.store.config().fs.read(path) {
+            Ok(bytes) if !bytes.is_empty() => bytes,
+            _ => absent.to_vec(),
+        }
     }
 
     /// GET_TIMER_CHECK_POINT (60): the timer checkpoint as `config/timercheck` holds it (zeros
@@ -189,11 +193,8 @@ impl Broker {
     /// per-topic timer counts of its own).
     pub(crate) fn timer_metrics_frame(&self, frame: &Frame) -> Outgoing {
         let path = self.config.store_path_root_dir.join("config").join("timermetrics");
-        let body = match self.store.config().fs.read(&path) {
-            Ok(bytes) if !bytes.is_empty() => bytes,
-            _ => br#"{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"timingCount":{}}"#.to_vec(),
-        };
-        response::with_body(frame.header.opaque, body)
+        let empty = br#"{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"timingCount":{}}"#;
+        response::with_body(frame.header.opaque, self.config_file_or(&path, empty))
     }
 
     /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).

@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
@@ -46,40 +46,14 @@ impl Rate {
 #[derive(Debug)]
 pub(crate) struct SlaveLink {
     pub(crate) addr: SocketAddr,
-    pub(crate) since: Instant,
     /// What the slave asked for first (-1 until its first report).
     pub(crate) requested: AtomicI64,
-    /// The last offset it confirmed.
+    /// The last offset it confirmed (-1 until its first report).
     pub(crate) confirmed: AtomicI64,
-    pub(crate) confirmed_at_ms: AtomicI64,
     /// Where the next transfer starts.
     pub(crate) next_transfer: AtomicI64,
-    pub(crate) bytes_sent: AtomicU64,
+    /// Bytes shipped per second.
     pub(crate) rate: Rate,
-}
-
-impl SlaveLink {
-    pub(crate) fn report(&self, offset: i64) {
-        self.confirmed.fetch_max(offset, Ordering::AcqRel);
-        self.confirmed_at_ms.store(now_ms(), Ordering::Release);
-    }
-}
-
-/// One slave as `silo admin broker`, runtime info and `haStatus` show it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SlaveLinkStatus {
-    pub addr: String,
-    pub connected_ms: u64,
-    pub confirmed_offset: i64,
-    /// Bytes the master holds that the slave has not confirmed.
-    pub behind_bytes: i64,
-    /// How long ago the oldest message the slave lacks was stored (0 when caught up).
-    pub behind_ms: i64,
-    pub next_transfer_offset: i64,
-    pub bytes_sent: u64,
-    /// Within `haMaxGapNotInSync`.
-    pub in_sync: bool,
 }
 
 /// The slave's link to its master.
@@ -112,20 +86,6 @@ impl MasterLink {
     pub(crate) fn refused(&self, why: String) {
         *self.last_refusal.lock().unwrap_or_else(|e| e.into_inner()) = Some(why);
     }
-}
-
-/// The slave's view, for the same readers.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MasterLinkStatus {
-    pub master_addr: Option<String>,
-    pub connected: bool,
-    /// Bytes held, a record still arriving included.
-    pub held_offset: i64,
-    pub master_offset_seen: i64,
-    pub last_transfer_ms_ago: Option<i64>,
-    pub bytes_received: u64,
-    pub last_refusal: Option<String>,
 }
 
 /// Every link of this broker.
@@ -194,12 +154,9 @@ impl HaLinks {
     pub(crate) fn add_slave(&self, addr: SocketAddr) -> Arc<SlaveLink> {
         let link = Arc::new(SlaveLink {
             addr,
-            since: Instant::now(),
             requested: AtomicI64::new(-1),
             confirmed: AtomicI64::new(-1),
-            confirmed_at_ms: AtomicI64::new(0),
             next_transfer: AtomicI64::new(-1),
-            bytes_sent: AtomicU64::new(0),
             rate: Rate::default(),
         });
         self.slaves.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&link));
@@ -208,55 +165,6 @@ impl HaLinks {
 
     pub(crate) fn remove_slave(&self, link: &Arc<SlaveLink>) {
         self.slaves.lock().unwrap_or_else(|e| e.into_inner()).retain(|l| !Arc::ptr_eq(l, link));
-    }
-
-    /// The slaves connected now, against the master's store.
-    pub fn slaves(&self, store: &silo_store::Store, max_gap: i64) -> Vec<SlaveLinkStatus> {
-        let max = store.commit_log_range().1;
-        let now = now_ms();
-        let links = self.slaves.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        links
-            .iter()
-            .map(|l| {
-                let confirmed = l.confirmed.load(Ordering::Acquire);
-                let behind = if confirmed < 0 { max } else { (max - confirmed).max(0) };
-                // The oldest record the slave lacks starts where it confirmed up to.
-                let behind_ms = if behind == 0 {
-                    0
-                } else {
-                    store
-                        .read_at(confirmed.max(0))
-                        .ok()
-                        .and_then(|m| store_timestamp(&m))
-                        .map_or(0, |t| (now - t).max(0))
-                };
-                SlaveLinkStatus {
-                    addr: l.addr.to_string(),
-                    connected_ms: l.since.elapsed().as_millis() as u64,
-                    confirmed_offset: confirmed,
-                    behind_bytes: behind,
-                    behind_ms,
-                    next_transfer_offset: l.next_transfer.load(Ordering::Acquire),
-                    bytes_sent: l.bytes_sent.load(Ordering::Relaxed),
-                    in_sync: confirmed >= 0 && behind < max_gap,
-                }
-            })
-            .collect()
-    }
-
-    /// The slave's link to its master.
-    pub fn master(&self, store: &silo_store::Store) -> MasterLinkStatus {
-        let m = &self.master;
-        let last = m.last_transfer_ms.load(Ordering::Acquire);
-        MasterLinkStatus {
-            master_addr: m.master.lock().unwrap_or_else(|e| e.into_inner()).map(|a| a.to_string()),
-            connected: m.connected.load(Ordering::Acquire),
-            held_offset: store.replica_held(),
-            master_offset_seen: m.master_seen.load(Ordering::Acquire),
-            last_transfer_ms_ago: (last > 0).then(|| (now_ms() - last).max(0)),
-            bytes_received: m.bytes_received.load(Ordering::Relaxed),
-            last_refusal: m.last_refusal.lock().unwrap_or_else(|e| e.into_inner()).clone(),
-        }
     }
 }
 
@@ -310,45 +218,51 @@ impl HaLinks {
         }
     }
 
-    /// Silo's replication figures in GET_BROKER_RUNTIME_INFO (Java's table has none).
+    /// Silo's replication figures in GET_BROKER_RUNTIME_INFO (Java's table has none), read from
+    /// the same view as GET_BROKER_HA_STATUS.
     pub fn runtime_table(&self, store: &silo_store::Store, config: &crate::BrokerConfig) -> Vec<(String, String)> {
         let mut rows = vec![("brokerRole".to_owned(), config.ha.role.java_name().to_owned())];
-        if config.ha.role.is_master() {
-            let slaves = self.slaves(store, config.ha.max_gap_not_in_sync);
+        let info = self.runtime_info(store, config.ha.role.is_master(), config.ha.max_gap_not_in_sync);
+        if info.master {
+            let slaves = &info.ha_connection_info;
+            // How long ago the oldest message each slave lacks was stored (0 when caught up).
+            let now = now_ms();
+            let behind_ms: Vec<i64> = slaves
+                .iter()
+                .map(|c| {
+                    if c.diff <= 0 { 0 } else { store_time(store, c.slave_ack_offset).map_or(0, |t| (now - t).max(0)) }
+                })
+                .collect();
             rows.push(("haSlaveCount".into(), slaves.len().to_string()));
-            rows.push(("haInSyncSlaveCount".into(), slaves.iter().filter(|s| s.in_sync).count().to_string()));
+            rows.push(("haInSyncSlaveCount".into(), info.in_sync_slave_nums.to_string()));
             // The furthest behind is what an operator watches.
-            let behind = slaves.iter().map(|s| s.behind_bytes).max().unwrap_or(0);
-            let behind_ms = slaves.iter().map(|s| s.behind_ms).max().unwrap_or(0);
-            rows.push(("haSlaveBehindBytes".into(), behind.to_string()));
-            rows.push(("haSlaveBehindMillis".into(), behind_ms.to_string()));
-            for (i, s) in slaves.iter().enumerate() {
+            rows.push(("haSlaveBehindBytes".into(), slaves.iter().map(|c| c.diff).max().unwrap_or(0).to_string()));
+            rows.push(("haSlaveBehindMillis".into(), behind_ms.iter().max().copied().unwrap_or(0).to_string()));
+            for (i, (c, ms)) in slaves.iter().zip(&behind_ms).enumerate() {
+                let sync = if c.in_sync { "" } else { " (not in sync)" };
                 rows.push((
                     format!("haSlave{i}"),
-                    format!(
-                        "{} confirmed {} behind {} bytes {} ms{}",
-                        s.addr,
-                        s.confirmed_offset,
-                        s.behind_bytes,
-                        s.behind_ms,
-                        if s.in_sync { "" } else { " (not in sync)" }
-                    ),
+                    format!("{} confirmed {} behind {} bytes {ms} ms{sync}", c.addr, c.slave_ack_offset, c.diff),
                 ));
             }
         } else {
-            let m = self.master(store);
-            rows.push(("haMasterAddr".into(), m.master_addr.unwrap_or_default()));
-            rows.push(("haMasterConnected".into(), m.connected.to_string()));
-            rows.push(("haHeldOffset".into(), m.held_offset.to_string()));
-            rows.push(("haMasterOffsetSeen".into(), m.master_offset_seen.to_string()));
-            rows.push(("haLastRefusal".into(), m.last_refusal.unwrap_or_default()));
+            let c = &info.ha_client_runtime_info;
+            let m = &self.master;
+            rows.push(("haMasterAddr".into(), c.master_addr.clone().unwrap_or_default()));
+            rows.push(("haMasterConnected".into(), c.activated.to_string()));
+            rows.push(("haHeldOffset".into(), store.replica_held().to_string()));
+            rows.push(("haMasterOffsetSeen".into(), m.master_seen.load(Ordering::Acquire).to_string()));
+            let refusal = m.last_refusal.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            rows.push(("haLastRefusal".into(), refusal.unwrap_or_default()));
         }
         rows
     }
 }
 
-fn store_timestamp(record: &[u8]) -> Option<i64> {
-    match silo_wire::record::decode_record(record, 0) {
+/// The store time of the record at `offset`.
+fn store_time(store: &silo_store::Store, offset: i64) -> Option<i64> {
+    let record = store.read_at(offset).ok()?;
+    match silo_wire::record::decode_record(&record, 0) {
         Ok(silo_wire::record::Decoded::Record(r)) => Some(r.meta.store_timestamp),
         _ => None,
     }

@@ -92,7 +92,7 @@ async fn read_reports(
                     broker.store.replica_connected(true);
                     first.send_replace(offset);
                 }
-                link.report(offset);
+                link.confirmed.fetch_max(offset, Ordering::AcqRel);
                 // A slave cannot confirm bytes this master does not hold (a longer log of its
                 // own, after the master lost a tail): those would release sends it lacks.
                 broker.store.replica_confirmed(offset.min(broker.store.commit_log_range().1));
@@ -147,7 +147,6 @@ async fn ship(
             TransferHeader { phy_offset: next, body_size: len as i32 }.encode(&mut &mut header[..]);
             write_transfer(&mut writer, &header, &slice).await.map_err(|e| e.to_string())?;
             next += len as i64;
-            link.bytes_sent.fetch_add(len as u64, Ordering::Relaxed);
             link.rate.add(len);
             last_write = Instant::now();
             continue;

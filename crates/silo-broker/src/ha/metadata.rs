@@ -8,7 +8,6 @@
 //! [`OffsetManager::merge_from_master`]: crate::offsets::OffsetManager::merge_from_master
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,8 +72,7 @@ async fn sync_all(
     broker.offsets.persist()?;
     let delay = ask(rq::GET_ALL_DELAY_OFFSET).await?;
     let delay: serde_json::Value = decode_json_body(&delay)?;
-    let path: PathBuf = broker.config.store_path_root_dir.join("config").join("delayOffset.json");
-    write_json_atomic(&*broker.store.config().fs, &path, &delay)?;
+    write_json_atomic(&*broker.store.config().fs, &crate::schedule::delay_offset_path(&broker.config), &delay)?;
     let groups = ask(rq::GET_ALL_SUBSCRIPTIONGROUP_CONFIG).await?;
     broker.groups.replace_from_master(decode_json_body(&groups)?)?;
     let modes = ask(rq::GET_ALL_MESSAGE_REQUEST_MODE).await?;

@@ -21,7 +21,7 @@ mod slave;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-pub use links::{HaLinks, MasterLinkStatus, SlaveLinkStatus};
+pub use links::HaLinks;
 pub use master::serve as serve_master;
 pub use slave::follow;
 

@@ -275,20 +275,11 @@ impl Store {
         }
     }
 
-    /// Leader: the highest offset any slave confirmed.
-    pub fn replica_confirmed_offset(&self) -> i64 {
-        *self.inner.replicas.confirmed.borrow()
-    }
-
     /// Follower: starts (or stops) following a master. While following, local appends are
     /// refused with [`StoreError::Replica`] and [`append_replicated`](Self::append_replicated)
     /// takes the master's bytes.
     pub fn set_following(&self, following: bool) {
         self.inner.set_following(following);
-    }
-
-    pub fn is_following(&self) -> bool {
-        self.inner.writer.replica.following.load(Ordering::Acquire)
     }
 
     /// Follower: every byte held, a record still arriving included: where the master's next

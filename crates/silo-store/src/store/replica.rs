@@ -1,4 +1,4 @@
-//! Replication at the store's level (docs/store-format.md §9): what a master reads to ship
+//! Replication at the store's level (docs/store-format.md §12): what a master reads to ship
 //! to its slaves, what a slave writes of what it receives, and how far the slaves have
 //! confirmed, for the acknowledgement of a synchronous master.
 //!
@@ -61,12 +61,6 @@ pub struct SyncReplication {
     pub max_gap: i64,
 }
 
-impl Default for SyncReplication {
-    fn default() -> Self {
-        Self { timeout: Duration::from_secs(3), max_gap: 256 << 20 }
-    }
-}
-
 /// Published commit-log bytes from one segment, borrowed without copying: what a master
 /// writes to a slave's socket straight from the mapping. Keeps its segment mapped while it
 /// lives.
@@ -78,11 +72,6 @@ pub struct LogSlice {
 }
 
 impl LogSlice {
-    /// The commit-log offset of the first byte.
-    pub fn offset(&self) -> i64 {
-        self.segment.start() as i64 + self.pos as i64
-    }
-
     pub fn len(&self) -> usize {
         self.len
     }
