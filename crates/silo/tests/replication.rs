@@ -20,6 +20,15 @@ use silo_wire::codes::request as rq;
 const SEGMENT: usize = 1 << 20;
 const SEGMENT_CONF: &str = "mappedFileSizeCommitLog=1048576";
 
+/// The tests of this file run one at a time. Each starts two to four brokers (Apache's are JVMs
+/// that take both cores for seconds while they start) and a Java client; beside another such
+/// test, a synchronous master's round trip to its slave once took over the client's 3 s send
+/// timeout on two cores, which says nothing about replication.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn wait_until(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {
@@ -196,6 +205,7 @@ impl SiloGroup {
 
 #[test]
 fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let mut group = SiloGroup::start(dir.path(), "SYNC_MASTER", &[]);
     let (ns, ns_text, master_addr) = (group.ns, group.ns.to_string(), group.master_addr);
@@ -235,6 +245,7 @@ fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies(
 
 #[test]
 fn an_apache_slave_copies_a_silo_master_and_its_metadata() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let ha = free_addr();
     let ha_port = format!("haListenPort={}", ha.port());
@@ -279,6 +290,7 @@ fn an_apache_slave_copies_a_silo_master_and_its_metadata() {
 
 #[test]
 fn a_silo_slave_copies_an_apache_master() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let apache = ApacheServers::start_with(&dir.path().join("apache-master"), None, &[SEGMENT_CONF]);
     let ns: SocketAddr = format!("127.0.0.1:{}", apache.namesrv_port).parse().unwrap();
@@ -324,6 +336,7 @@ fn signal(process: &common::Killed, sig: &str) {
 
 #[test]
 fn a_sync_master_answers_for_its_slave_and_the_slave_resumes_without_a_gap_after_a_stall_and_a_crash() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let group = SiloGroup::start(dir.path(), "SYNC_MASTER", &["slaveTimeout=1000", "haHousekeepingInterval=20000"]);
     let (ns, ns_text, master_addr) = (group.ns, group.ns.to_string(), group.master_addr);
@@ -474,6 +487,7 @@ fn failover(role: &str) -> (usize, String, bool) {
 
 #[test]
 fn a_sync_master_killed_under_load_loses_no_acknowledged_message_and_its_consumers_go_on() {
+    let _serial = one_at_a_time();
     let (missing, report, _) = failover("SYNC_MASTER");
     println!("SYNC_MASTER: {report}; acknowledged but not on the slave when the master died: {missing}");
     assert_eq!(missing, 0, "a synchronous master's slave lacked acknowledged messages");
@@ -481,6 +495,7 @@ fn a_sync_master_killed_under_load_loses_no_acknowledged_message_and_its_consume
 
 #[test]
 fn an_async_master_killed_under_load_can_lose_only_its_unreplicated_tail() {
+    let _serial = one_at_a_time();
     let (missing, report, tail_only) = failover("ASYNC_MASTER");
     // An asynchronous master acknowledges before its slave has the bytes: what the slave lacked
     // is what losing the master's disk would lose. It may be nothing; it must be the newest.
@@ -545,6 +560,7 @@ fn log_digest(store: &Path, end: u64) -> Vec<(u64, Vec<u8>)> {
 
 #[test]
 fn a_slave_resumes_without_a_gap_after_its_link_drops_and_refuses_a_wrong_master_or_garbage() {
+    let _serial = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     // Master A, with its own name server, and a slave that reaches A's HA port through a relay.
     let ha = free_addr();
