@@ -10,11 +10,16 @@
 # traces. Like the stock script, mqadmin itself exits 0 even when a command fails; failures show
 # as a stack trace on stderr. Needs a JDK 17+ and Maven.
 #
+# With MQADMIN_ACCESS_KEY and MQADMIN_SECRET_KEY set, every request is signed with them, as the
+# stock tool signs when its conf/tools.yml holds accessKey and secretKey (this script writes that
+# file into a home of its own for the pair).
+#
 # Differences from the distribution's bin/mqadmin, none of which change what a command sends or
 # prints: the classpath is resolved by Maven (this directory's pom.xml, which depends on
 # rocketmq-tools); ROCKETMQ_HOME and the JVM's user.home point at an empty directory under target/
 # (so no conf/tools.yml ACL credentials are read and nothing is written to the real home
-# directory); logging is warnings only, to stderr; and the JVM is small.
+# directory, unless credentials are given, see above); logging is warnings only, to stderr; and
+# the JVM is small.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -48,6 +53,12 @@ else
     build
 fi
 
+if [ -n "${MQADMIN_ACCESS_KEY:-}" ]; then
+    home="$here/target/mqadmin-home-$(printf '%s' "$MQADMIN_ACCESS_KEY" | cksum | cut -d' ' -f1)"
+    mkdir -p "$home/conf"
+    printf 'accessKey: %s\nsecretKey: %s\n' "$MQADMIN_ACCESS_KEY" "${MQADMIN_SECRET_KEY:?MQADMIN_SECRET_KEY too}" \
+        >"$home/conf/tools.yml"
+fi
 export ROCKETMQ_HOME="$home"
 exec java -Xmx256m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
     -Duser.home="$home" \

@@ -303,7 +303,14 @@ EOF
     echo "$broker_pid" >"$dir/broker.pid"
     # The id the broker registers with: the last brokerId line (a slave's is above 0).
     broker_id="$(sed -n 's/^[[:space:]]*brokerId[[:space:]]*=[[:space:]]*//p' "$dir/broker.conf" | tail -n 1)"
-    if ! java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -cp "$classpath" \
+    # With authentication on, the probe signs as the broker's initial user.
+    init_user="$(sed -n 's/^[[:space:]]*initAuthenticationUser[[:space:]]*=[[:space:]]*//p' "$dir/broker.conf" | tail -n 1)"
+    probe_auth=()
+    if [ -n "$init_user" ]; then
+        probe_auth=(-Dawait.accessKey="$(printf '%s' "$init_user" | sed -n 's/.*"username"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')"
+            -Dawait.secretKey="$(printf '%s' "$init_user" | sed -n 's/.*"password"[[:space:]]*:[[:space:]]*"\([^"]*\)".*/\1/p')")
+    fi
+    if ! java -Xmx64m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 "${probe_auth[@]}" -cp "$classpath" \
         dev.silo.interop.server.AwaitBroker "$namesrv_addr" "$broker_addr" "$timeout" "${broker_id:-0}"; then
         show_logs
         stop_one broker "$BROKER_MAIN"

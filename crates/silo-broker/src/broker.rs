@@ -81,6 +81,8 @@ pub struct Broker {
     pub ha_links: crate::ha::HaLinks,
     /// The gRPC front end, once it serves.
     front_end: std::sync::OnceLock<Arc<dyn FrontEnd>>,
+    /// Who may call, and what they may do (`config/auth.json`).
+    pub auth: Arc<crate::auth::Auth>,
 }
 
 #[derive(Debug, Default)]
@@ -110,6 +112,13 @@ impl Broker {
             config.auto_create_subscription_group,
         )?;
         let pop = Arc::new(crate::core::pop::PopState::new(&config.broker_cluster_name));
+        let auth_path = config_dir.join("auth.json");
+        let auth = crate::auth::Auth::open(
+            config.auth.clone(),
+            Some((Arc::clone(&store.config().fs), auth_path.clone())),
+            &config.broker_cluster_name,
+        )
+        .map_err(|e| silo_store::StoreError::Config { path: auth_path, reason: e.to_string() })?;
         let broker = Arc::new(Self {
             config,
             store,
@@ -128,6 +137,7 @@ impl Broker {
             registered_version: std::sync::atomic::AtomicI64::new(-1),
             front_end: std::sync::OnceLock::new(),
             ha_links: crate::ha::HaLinks::default(),
+            auth: Arc::new(auth),
         });
         broker.load_transactions();
         broker.load_pops();

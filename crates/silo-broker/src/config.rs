@@ -182,34 +182,66 @@ impl Default for GrpcSettings {
     }
 }
 
-/// Authentication, with Apache RocketMQ 5.3's keys: off by default, as in Java.
+/// Access control, with Apache RocketMQ 5.3's keys: off by default, as in Java.
 #[derive(Debug, Clone, Default)]
 pub struct AuthSettings {
-    /// `authenticationEnabled`.
+    /// `authenticationEnabled`: every request must be signed by a known, enabled user.
     pub enabled: bool,
-    /// The accounts: `initAuthenticationUser` (`{"username":..,"password":..}`), the user a
-    /// broker starts with.
-    pub users: Vec<User>,
+    /// `authorizationEnabled`: what a request touches must be granted to its signer.
+    pub authorization_enabled: bool,
+    /// The users a broker starts with, added if missing (super users both):
+    /// `initAuthenticationUser` (`{"username":..,"password":..}`) and the identity of
+    /// `innerClientAuthenticationCredentials`.
+    pub users: Vec<crate::auth::model::User>,
+    /// `innerClientAuthenticationCredentials` (`{"accessKey":..,"secretKey":..}`): what this
+    /// broker signs its own requests with (registration with name servers, a slave's requests
+    /// to its master).
+    pub inner_credentials: Option<Credentials>,
+    /// `authenticationWhitelist`, `authorizationWhitelist`: request codes exempt from the check.
+    pub authentication_whitelist: Vec<String>,
+    pub authorization_whitelist: Vec<String>,
 }
 
-/// An account: its name (the access key a client signs with) and its password (the secret key).
-#[derive(Clone, serde::Deserialize)]
-pub struct User {
-    pub username: String,
-    pub password: String,
+/// An access key and its secret, to sign requests with.
+#[derive(Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
 }
 
-impl std::fmt::Debug for User {
+impl std::fmt::Debug for Credentials {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // The secret never reaches a log.
-        f.debug_struct("User").field("username", &self.username).finish_non_exhaustive()
+        f.debug_struct("Credentials").field("access_key", &self.access_key).finish_non_exhaustive()
     }
+}
+
+/// `initAuthenticationUser`'s JSON.
+#[derive(serde::Deserialize)]
+struct InitUser {
+    username: String,
+    password: String,
 }
 
 impl AuthSettings {
-    pub fn user(&self, name: &str) -> Option<&User> {
-        self.users.iter().find(|u| u.username == name)
+    fn add_super_user(&mut self, username: String, password: String) -> Result<(), String> {
+        if username.trim().is_empty() || password.trim().is_empty() {
+            return Err("the user name and the password must not be blank".into());
+        }
+        self.users.retain(|u| u.username != username);
+        self.users.push(crate::auth::model::User {
+            username,
+            password,
+            user_type: crate::auth::model::UserType::Super,
+            user_status: crate::auth::model::UserStatus::Enable,
+        });
+        Ok(())
     }
+}
+
+fn code_list(v: &str) -> Vec<String> {
+    v.split(',').map(str::trim).filter(|c| !c.is_empty()).map(str::to_owned).collect()
 }
 
 /// A problem with a configuration file or value.
@@ -327,12 +359,27 @@ impl BrokerConfig {
                 self.timers.max_delay_ms = i64::try_from(num(v)?).map_err(|e| e.to_string())?.saturating_mul(1000);
             }
             "authenticationEnabled" => self.auth.enabled = parse_bool(v)?,
+            "authorizationEnabled" => self.auth.authorization_enabled = parse_bool(v)?,
             "initAuthenticationUser" => {
-                let user: User = serde_json::from_str(v)
+                let user: InitUser = serde_json::from_str(v)
                     .map_err(|e| format!("expected {{\"username\":..,\"password\":..}}: {e}"))?;
-                self.auth.users.retain(|u| u.username != user.username);
-                self.auth.users.push(user);
+                self.auth.add_super_user(user.username, user.password)?;
             }
+            "innerClientAuthenticationCredentials" => {
+                let c: Credentials = serde_json::from_str(v)
+                    .map_err(|e| format!("expected {{\"accessKey\":..,\"secretKey\":..}}: {e}"))?;
+                self.auth.add_super_user(c.access_key.clone(), c.secret_key.clone())?;
+                self.auth.inner_credentials = Some(c);
+            }
+            "authenticationWhitelist" => self.auth.authentication_whitelist = code_list(v),
+            "authorizationWhitelist" => self.auth.authorization_whitelist = code_list(v),
+            // Java names its implementation classes; Silo has one of each.
+            "authenticationProvider"
+            | "authenticationMetadataProvider"
+            | "authorizationProvider"
+            | "authorizationMetadataProvider"
+            | "authenticationStrategy"
+            | "authorizationStrategy" => {}
             "grpcServerPort" => {
                 let port: i32 = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
                 self.grpc.port = if port < 0 { None } else { Some(u16::try_from(port).map_err(|e| e.to_string())?) };

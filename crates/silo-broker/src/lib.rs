@@ -5,6 +5,7 @@
 //! metadata in RocketMQ's JSON config files (`topics.json`, `consumerOffset.json`).
 
 pub mod alloc_probe;
+pub mod auth;
 pub mod broker;
 pub mod clients;
 pub mod cmd;

@@ -27,7 +27,9 @@ static CONNECTION_IDS: AtomicU64 = AtomicU64::new(1);
 #[derive(Debug, Clone)]
 pub enum Role {
     Broker(Arc<Broker>),
-    NameServer(Arc<RouteTable>),
+    /// A name server, with the access control it enforces (an embedded one shares its
+    /// broker's; a standalone one has none, as Java's name server).
+    NameServer(Arc<RouteTable>, Option<Arc<crate::auth::Auth>>),
 }
 
 /// Java's `serverSocketBacklog`, for listeners without a broker config (a bare name server).
@@ -123,8 +125,8 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
                     let code = frame.header.code;
                     let out = match &role {
                         Role::Broker(b) => cmd::dispatch::broker_request(b, &mut conn, &channel, frame),
-                        Role::NameServer(t) => {
-                            let out = cmd::dispatch::namesrv_request(t, &frame);
+                        Role::NameServer(t, auth) => {
+                            let out = cmd::dispatch::namesrv_request(t, auth.as_deref(), &frame, remote.ip());
                             if code == silo_wire::codes::request::REGISTER_BROKER
                                 && out.as_ref().is_none_or(|o| o.header.code == silo_wire::codes::response::SUCCESS)
                                 && let Some(addr) = frame.header.ext_fields.get("brokerAddr")
@@ -189,7 +191,7 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
         }
         // As Java's name server: a broker whose registering connection closed is gone (its
         // process died, say), without waiting for its registration to expire.
-        Role::NameServer(t) => t.channel_closed(id),
+        Role::NameServer(t, _) => t.channel_closed(id),
     }
     drop(channel);
     let _ = writer_task.await;
@@ -219,14 +221,26 @@ pub async fn housekeeping(broker: Arc<Broker>, routes: Option<Arc<RouteTable>>, 
     }
 }
 
-/// Sends a request on `conn` (connecting first if needed) and reads its response. The
-/// connection is kept: a name server forgets a broker as soon as its registering channel closes.
+/// Sends a request on `conn` (connecting first if needed) and reads its response; signed with
+/// `credentials` if given (`innerClientAuthenticationCredentials`). The connection is kept: a
+/// name server forgets a broker as soon as its registering channel closes.
 pub(crate) async fn request(
     conn: &mut Option<TcpStream>,
     addr: SocketAddr,
     header: &RemotingHeader,
     body: &[u8],
+    credentials: Option<&crate::config::Credentials>,
 ) -> std::io::Result<silo_wire::frame::Frame> {
+    let signed;
+    let header = match credentials {
+        Some(c) => {
+            let mut h = header.clone();
+            silo_wire::signature::sign(&mut h.ext_fields, body, &c.access_key, &c.secret_key, None);
+            signed = h;
+            &signed
+        }
+        None => header,
+    };
     let mut out = Vec::new();
     encode_frame(header, SerializeType::Json, body, &mut out).map_err(std::io::Error::other)?;
     let result = async {
@@ -291,7 +305,10 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
         let mut header = RemotingHeader::request(rq::REGISTER_BROKER, opaque);
         h.write_ext_fields(&mut header.ext_fields);
         for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
-            match request(conn, *addr, &header, &body).await.map(|f| f.header) {
+            match request(conn, *addr, &header, &body, broker.config.auth.inner_credentials.as_ref())
+                .await
+                .map(|f| f.header)
+            {
                 Ok(resp) if resp.code == silo_wire::codes::response::SUCCESS => {
                     tracing::debug!(namesrv = %addr, "registered");
                     if !broker.config.ha.role.is_master() {
@@ -318,7 +335,7 @@ pub async fn register_with_name_servers(broker: Arc<Broker>, mut shutdown: watch
     let mut header = RemotingHeader::request(rq::UNREGISTER_BROKER, opaque.wrapping_add(1));
     h.write_ext_fields(&mut header.ext_fields);
     for (addr, conn) in broker.config.namesrv_addr.iter().zip(conns.iter_mut()) {
-        let _ = request(conn, *addr, &header, &[]).await;
+        let _ = request(conn, *addr, &header, &[], broker.config.auth.inner_credentials.as_ref()).await;
     }
 }
 
@@ -380,22 +397,28 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
             _ => Ok(None),
         }
     };
-    let start_namesrv = |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>| {
-        if let Some((listener, table)) = namesrv {
-            if let Ok(addr) = listener.local_addr() {
-                tracing::info!(%addr, "name server listening");
-            }
-            let rx = shutdown_rx.clone();
-            tasks.push(tokio::spawn(serve(listener, Role::NameServer(table.clone()), Duration::from_secs(120), rx)));
-            let mut rx = shutdown_rx.clone();
-            tasks.push(tokio::spawn(async move {
+    let start_namesrv =
+        |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>, auth: Option<Arc<crate::auth::Auth>>| {
+            if let Some((listener, table)) = namesrv {
+                if let Ok(addr) = listener.local_addr() {
+                    tracing::info!(%addr, "name server listening");
+                }
+                let rx = shutdown_rx.clone();
+                tasks.push(tokio::spawn(serve(
+                    listener,
+                    Role::NameServer(table.clone(), auth),
+                    Duration::from_secs(120),
+                    rx,
+                )));
+                let mut rx = shutdown_rx.clone();
+                tasks.push(tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(5));
                 loop {
                     tokio::select! { _ = tick.tick() => { table.expire(Instant::now()); } _ = rx.changed() => return }
                 }
             }));
-        }
-    };
+            }
+        };
     let mut running = Running {
         namesrv_addr: None,
         broker_addr: None,
@@ -407,7 +430,7 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     let Some(mut config) = options.broker.clone() else {
         let namesrv = bind_namesrv().await?;
         running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
-        start_namesrv(&mut tasks, namesrv);
+        start_namesrv(&mut tasks, namesrv, None);
         running.tasks = tasks;
         return Ok(running);
     };
@@ -442,7 +465,9 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     }
     let namesrv = bind_namesrv().await?;
     running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
-    start_namesrv(&mut tasks, namesrv);
+    // The embedded name server enforces its broker's access control (Java's does none; its
+    // clients sign their name-server requests all the same).
+    start_namesrv(&mut tasks, namesrv, Some(Arc::clone(&broker.auth)));
     tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
         data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
         "broker listening");

@@ -7,7 +7,8 @@
 //! logged, and the comparison takes the same time whatever the bytes.
 
 use hmac::{KeyInit, Mac};
-use silo_broker::config::AuthSettings;
+use silo_broker::auth::Auth;
+use silo_broker::auth::model::UserStatus;
 
 /// Why a request was refused (Apache's messages, checked against its proxy 5.3.3).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,6 +31,8 @@ pub enum AuthError {
     SignatureNotHex,
     #[error("User:{0} is not found.")]
     UnknownUser(String),
+    #[error("User:{0} is disabled.")]
+    Disabled(String),
     #[error("check signature failed.")]
     BadSignature,
 }
@@ -44,11 +47,7 @@ const MAX_SIGNATURE_HEX: usize = 128;
 
 /// Checks a request's `authorization` and `x-mq-date-time` headers, in the proxy's order
 /// (header, date, fields, user, signature); the user it is signed by.
-pub fn authenticate<'a>(
-    settings: &'a AuthSettings,
-    authorization: Option<&str>,
-    date_time: Option<&str>,
-) -> Result<&'a str, AuthError> {
+pub fn authenticate(auth: &Auth, authorization: Option<&str>, date_time: Option<&str>) -> Result<String, AuthError> {
     let Some(authorization) = authorization.filter(|a| !a.is_empty()) else { return Err(AuthError::NoUser) };
     let Some(date_time) = date_time.filter(|d| !d.is_empty()) else { return Err(AuthError::NoDateTime) };
     if authorization.len() > MAX_AUTHORIZATION_LEN {
@@ -79,14 +78,18 @@ pub fn authenticate<'a>(
         }
     }
     let username = username.filter(|u| !u.is_empty()).ok_or(AuthError::NoUser)?;
-    let user = settings.user(username).ok_or_else(|| AuthError::UnknownUser(username.to_owned()))?;
+    let view = auth.metadata.view();
+    let user = view.user(username).ok_or_else(|| AuthError::UnknownUser(username.to_owned()))?;
+    if user.user_status == UserStatus::Disable {
+        return Err(AuthError::Disabled(username.to_owned()));
+    }
     let mut expected = [0u8; MAX_SIGNATURE_HEX / 2];
     let len = signature.and_then(|s| decode_hex(s, &mut expected)).ok_or(AuthError::BadSignature)?;
     let mut mac =
         hmac::Hmac::<sha1::Sha1>::new_from_slice(user.password.as_bytes()).map_err(|_| AuthError::BadSignature)?;
     mac.update(date_time.as_bytes());
     mac.verify_slice(expected.get(..len).unwrap_or_default()).map_err(|_| AuthError::BadSignature)?;
-    Ok(&user.username)
+    Ok(user.username.clone())
 }
 
 fn nibble(b: u8) -> Option<u8> {
@@ -117,7 +120,8 @@ fn decode_hex(s: &str, out: &mut [u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use silo_broker::config::User;
+    use silo_broker::auth::model::{User, UserType};
+    use silo_broker::config::AuthSettings;
 
     use super::*;
 
@@ -131,15 +135,21 @@ mod tests {
 
     #[test]
     fn signatures_are_checked_as_apaches_proxy_checks_them() {
-        let settings =
-            AuthSettings { enabled: true, users: vec![User { username: "alice".into(), password: "s3cret".into() }] };
+        let alice = User {
+            username: "alice".into(),
+            password: "s3cret".into(),
+            user_type: UserType::Normal,
+            user_status: UserStatus::Enable,
+        };
+        let settings = AuthSettings { enabled: true, users: vec![alice], ..Default::default() };
+        let settings = Auth::open(settings, None, "DefaultCluster").unwrap();
         let date = "20261201T221500Z";
         let good = signed("alice", "s3cret", date);
-        assert_eq!(authenticate(&settings, Some(&good), Some(date)), Ok("alice"));
+        assert_eq!(authenticate(&settings, Some(&good), Some(date)), Ok("alice".to_owned()));
         // Hex in either case.
         let (head, hex) = good.split_once("Signature=").unwrap();
         let upper = format!("{head}Signature={}", hex.to_uppercase());
-        assert_eq!(authenticate(&settings, Some(&upper), Some(date)), Ok("alice"));
+        assert_eq!(authenticate(&settings, Some(&upper), Some(date)), Ok("alice".to_owned()));
         assert_eq!(authenticate(&settings, None, Some(date)), Err(AuthError::NoUser));
         assert_eq!(authenticate(&settings, Some(&good), None), Err(AuthError::NoDateTime));
         assert_eq!(authenticate(&settings, Some(&good), Some("20261201T221501Z")), Err(AuthError::BadSignature));
@@ -176,7 +186,7 @@ mod tests {
             good.replacen("Credential=alice", "Credential=alice/2026/extra", 1),
             format!("{good}, X={}", "x".repeat(1100)),
         ] {
-            assert_eq!(authenticate(&settings, Some(&ok), Some(date)), Ok("alice"), "{ok}");
+            assert_eq!(authenticate(&settings, Some(&ok), Some(date)), Ok("alice".to_owned()), "{ok}");
         }
     }
 }

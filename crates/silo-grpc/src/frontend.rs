@@ -81,7 +81,7 @@ impl Frontend {
         if self.broker.config.auth.enabled {
             let authorization = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
             let date_time = req.metadata().get("x-mq-date-time").and_then(|v| v.to_str().ok());
-            if let Err(e) = crate::auth::authenticate(&self.broker.config.auth, authorization, date_time) {
+            if let Err(e) = crate::auth::authenticate(&self.broker.auth, authorization, date_time) {
                 // Counted, and logged at debug only: a client retrying with a wrong secret must not
                 // flood the log.
                 self.stats.unauthenticated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -90,6 +90,17 @@ pub mod request {
     pub const QUERY_ASSIGNMENT: i32 = 400;
     /// GET_BROKER_HA_STATUS: the replication links of a broker (`mqadmin haStatus`).
     pub const GET_BROKER_HA_STATUS: i32 = 907;
+    /// Users and ACLs (RocketMQ 5.3's access control), as `mqadmin createUser` ... `listAcl` send.
+    pub const AUTH_CREATE_USER: i32 = 3001;
+    pub const AUTH_UPDATE_USER: i32 = 3002;
+    pub const AUTH_DELETE_USER: i32 = 3003;
+    pub const AUTH_GET_USER: i32 = 3004;
+    pub const AUTH_LIST_USER: i32 = 3005;
+    pub const AUTH_CREATE_ACL: i32 = 3006;
+    pub const AUTH_UPDATE_ACL: i32 = 3007;
+    pub const AUTH_DELETE_ACL: i32 = 3008;
+    pub const AUTH_GET_ACL: i32 = 3009;
+    pub const AUTH_LIST_ACL: i32 = 3010;
     /// POP_MESSAGE: take messages for a while (they come back unless acknowledged).
     pub const POP_MESSAGE: i32 = 200_050;
     pub const ACK_MESSAGE: i32 = 200_051;

@@ -18,6 +18,7 @@
 //! | [`properties`] | the message properties string |
 //! | [`msgid`], [`checksum`] | message ids, body CRC, tag hash |
 //! | [`ha`] | the master/slave replication stream |
+//! | [`signature`] | request signatures (access key, HMAC-SHA1) |
 
 #![forbid(unsafe_code)]
 
@@ -37,6 +38,7 @@ pub mod pop;
 pub mod properties;
 mod reader;
 pub mod record;
+pub mod signature;
 
 pub use batch::{OutgoingMessage, OutgoingProperties, decode_batch, encode_batch, encode_batch_into};
 pub use error::{DecodeError, DecodeErrorKind, EncodeError};

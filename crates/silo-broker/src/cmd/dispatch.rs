@@ -1,12 +1,14 @@
 //! Dispatch: a request frame to its handler, through the one request table ([`super::table`]).
 //! The only place that looks codes up; the handlers know nothing of it.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use silo_wire::Frame;
 use silo_wire::codes::response as rs;
 
 use super::table::{self, Handler, Request};
+use crate::auth::Auth;
 use crate::broker::{Broker, ConnState};
 use crate::connection::{Channel, Outgoing};
 use crate::namesrv::RouteTable;
@@ -17,11 +19,14 @@ use crate::response;
 pub fn broker_request(broker: &Arc<Broker>, conn: &mut ConnState, channel: &Channel, frame: Frame) -> Option<Outgoing> {
     let h = &frame.header;
     let (opaque, code, oneway) = (h.opaque, h.code, h.is_oneway());
-    let Some(Request { handler: Handler::Broker(handler), reads_dispatched, .. }) = table::find(code) else {
+    let Some(Request { handler: Handler::Broker(handler), reads_dispatched, access, .. }) = table::find(code) else {
         return (!oneway).then(|| response::not_supported(opaque, code));
     };
     if broker.config.ha.refuses(code) {
         return (!oneway).then(|| response::error(opaque, rs::SYSTEM_BUSY, crate::ha::SLAVE_REJECT_REMARK));
+    }
+    if let Err(refused) = broker.auth.admit(&frame, access, channel.remote.ip()) {
+        return (!oneway).then(|| response::error(opaque, rs::NO_PERMISSION, refused.0));
     }
     if *reads_dispatched && broker.store.dispatch_behind() > 0 {
         // The answer must include every message acknowledged before this request: wait
@@ -46,11 +51,18 @@ pub fn broker_request(broker: &Arc<Broker>, conn: &mut ConnState, channel: &Chan
     (!oneway).then_some(out)
 }
 
-/// Handles one name-server request; `None` for one-way requests.
-pub fn namesrv_request(routes: &RouteTable, frame: &Frame) -> Option<Outgoing> {
-    let out = match table::find(frame.header.code).map(|r| r.handler) {
-        Some(Handler::NameServer(handler)) => handler(routes, frame),
-        _ => response::not_supported(frame.header.opaque, frame.header.code),
+/// Handles one name-server request from `from`, checked by `auth` if the name server has
+/// access control (an embedded one shares its broker's); `None` for one-way requests.
+pub fn namesrv_request(routes: &RouteTable, auth: Option<&Auth>, frame: &Frame, from: IpAddr) -> Option<Outgoing> {
+    let (opaque, code) = (frame.header.opaque, frame.header.code);
+    let out = match table::find(code) {
+        Some(Request { handler: Handler::NameServer(handler), access, .. }) => {
+            match auth.map_or(Ok(()), |a| a.admit(frame, access, from)) {
+                Ok(()) => handler(routes, frame),
+                Err(refused) => response::error(opaque, rs::NO_PERMISSION, refused.0),
+            }
+        }
+        _ => response::not_supported(opaque, code),
     };
     (!frame.header.is_oneway()).then_some(out)
 }

@@ -1,6 +1,7 @@
 //! Request handlers, one module per request family.
 
 pub mod admin;
+pub mod auth;
 pub mod client;
 pub mod client_call;
 pub mod dispatch;

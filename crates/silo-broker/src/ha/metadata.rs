@@ -56,7 +56,8 @@ async fn sync_all(
     let mut ask = async |code: i32| -> Result<bytes::Bytes, SyncError> {
         *opaque = opaque.wrapping_add(1);
         let header = RemotingHeader::request(code, *opaque);
-        let frame = crate::server::request(conn, master, &header, &[]).await?;
+        let frame =
+            crate::server::request(conn, master, &header, &[], broker.config.auth.inner_credentials.as_ref()).await?;
         if frame.header.code != silo_wire::codes::response::SUCCESS {
             return Err(format!("request {code}: code {} {:?}", frame.header.code, frame.header.remark).into());
         }

@@ -147,7 +147,7 @@ impl ExtFields {
         self.0.push((key.into(), value.into()));
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = (&str, &str)> + ExactSizeIterator {
         self.0.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 

@@ -50,6 +50,7 @@ public final class Scenarios {
         SCENARIOS.put("timers", "Timers");
         SCENARIOS.put("pop-consume", "PopConsume");
         SCENARIOS.put("failover", "Failover");
+        SCENARIOS.put("acl", "Acl");
     }
 
     private Scenarios() {

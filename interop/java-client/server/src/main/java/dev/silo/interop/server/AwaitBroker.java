@@ -1,6 +1,8 @@
 package dev.silo.interop.server;
 
 import java.util.Map;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.topic.TopicValidator;
 import org.apache.rocketmq.remoting.netty.NettyClientConfig;
@@ -16,7 +18,7 @@ import org.apache.rocketmq.remoting.protocol.route.BrokerData;
  * Readiness probe used by rocketmq-server.sh: waits (bounded) until the broker at BROKER_ADDR is
  * registered in the name server's cluster list (as a master, or under BROKER_ID), the name server has a route for the
  * auto-create topic TBW102 (needed for sends to new topics), and the broker itself answers
- * GET_ALL_TOPIC_CONFIG. (Not GET_BROKER_RUNTIME_INFO: the Apache broker fails that one with a
+ * GET_ALL_TOPIC_CONFIG, signed as -Dawait.accessKey/-Dawait.secretKey when given. (Not GET_BROKER_RUNTIME_INFO: the Apache broker fails that one with a
  * NoSuchElementException until its statistics have a first sample, about a second after boot.)
  *
  * <pre>AwaitBroker NAMESRV_ADDR BROKER_ADDR TIMEOUT_SECONDS [BROKER_ID]</pre>
@@ -41,6 +43,12 @@ public final class AwaitBroker {
         long deadline = System.nanoTime() + Long.parseLong(args[2]) * 1_000_000_000L;
         long brokerId = args.length == 4 ? Long.parseLong(args[3]) : MixAll.MASTER_ID;
         NettyRemotingClient client = new NettyRemotingClient(new NettyClientConfig());
+        // A broker with authentication on answers only signed requests (-Dawait.accessKey/secretKey).
+        String accessKey = System.getProperty("await.accessKey", "");
+        if (!accessKey.isEmpty()) {
+            client.registerRPCHook(new AclClientRPCHook(
+                new SessionCredentials(accessKey, System.getProperty("await.secretKey", ""))));
+        }
         client.start();
         String reason = "not asked yet";
         try {
