@@ -32,6 +32,8 @@ pub struct ClientConfig {
     pub serialize: SerializeType,
     /// How long a topic route is used before it is fetched again.
     pub route_ttl: Duration,
+    /// Sign every request with these (servers with `authenticationEnabled`).
+    pub credentials: Option<Arc<crate::connection::Credentials>>,
 }
 
 impl ClientConfig {
@@ -44,6 +46,7 @@ impl ClientConfig {
             timeout: Duration::from_secs(3),
             serialize: SerializeType::Json,
             route_ttl: Duration::from_secs(30),
+            credentials: None,
         }
     }
 }
@@ -140,7 +143,9 @@ impl Client {
             return Ok(c.clone());
         }
         let socket = resolve(addr).await?;
-        let conn = Arc::new(Connection::connect(socket, self.inner.config.serialize, self.inner.config.timeout).await?);
+        let config = &self.inner.config;
+        let conn = Connection::connect(socket, config.serialize, config.timeout).await?;
+        let conn = Arc::new(conn.signed_with(config.credentials.clone()));
         let mut map = self.lock_connections();
         // Another task may have connected meanwhile: keep one connection per address.
         let entry = map.entry(addr.to_owned()).or_insert_with(|| conn.clone());

@@ -32,6 +32,7 @@ pub mod producer;
 
 pub use admin::{Admin, FoundMessage, TopicSpec};
 pub use client::{Client, ClientConfig, TopicRoute};
+pub use connection::Credentials;
 pub use consumer::{ExpressionType, PullConsumer, PullResult, PullStatus, Subscription};
 pub use error::ClientError;
 pub use message::{Message, MessageQueue, ReceivedMessage};

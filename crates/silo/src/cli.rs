@@ -1,18 +1,52 @@
 //! What the client subcommands share: the name server flag, and tables for people.
 
 use clap::Args;
-use silo_client::{Client, ClientConfig};
+use silo_client::{Client, ClientConfig, Credentials};
 
 #[derive(Args, Debug, Clone)]
 pub struct NamesrvArg {
     /// Name server address(es), `host:port;host:port` (default: $NAMESRV_ADDR, else 127.0.0.1:9876).
     #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR", default_value = "127.0.0.1:9876")]
     pub namesrv: String,
+    #[command(flatten)]
+    pub credentials: CredentialArgs,
 }
 
 impl NamesrvArg {
     pub fn client(&self) -> Client {
-        Client::new(ClientConfig::new(&self.namesrv))
+        let mut config = ClientConfig::new(&self.namesrv);
+        config.credentials = self.credentials.credentials();
+        Client::new(config)
+    }
+}
+
+/// Who the requests are signed by, for a broker with authentication on.
+#[derive(Args, Clone, Default)]
+pub struct CredentialArgs {
+    /// Access key (user name) to sign requests with.
+    #[arg(long, env = "SILO_ACCESS_KEY", requires = "secret_key")]
+    pub access_key: Option<String>,
+    /// Secret key (password) of the access key.
+    #[arg(long, env = "SILO_SECRET_KEY", hide_env_values = true, requires = "access_key")]
+    pub secret_key: Option<String>,
+}
+
+impl std::fmt::Debug for CredentialArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CredentialArgs").field("access_key", &self.access_key).finish_non_exhaustive()
+    }
+}
+
+impl CredentialArgs {
+    /// The credentials, if both keys were given.
+    pub fn credentials(&self) -> Option<std::sync::Arc<Credentials>> {
+        match (&self.access_key, &self.secret_key) {
+            (Some(access_key), Some(secret_key)) => {
+                std::sync::Arc::new(Credentials { access_key: access_key.clone(), secret_key: secret_key.clone() })
+                    .into()
+            }
+            _ => None,
+        }
     }
 }
 

@@ -107,6 +107,9 @@ struct Common {
     /// Request timeout, milliseconds.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    #[command(flatten)]
+    #[serde(skip)]
+    credentials: crate::cli::CredentialArgs,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum, Serialize, PartialEq, Eq)]
@@ -397,6 +400,7 @@ fn histogram() -> Histogram<u64> {
 fn client_config(common: &Common) -> ClientConfig {
     let mut config = ClientConfig::new(&common.namesrv);
     config.timeout = Duration::from_millis(common.timeout_ms);
+    config.credentials = common.credentials.credentials();
     config
 }
 
