@@ -7,8 +7,8 @@
 #        [--codes-file FILE] [--strict true] [--client 5|4] [--body-size BYTES] [--resume-count N]
 #
 # Scenarios: produce-consume async-oneway-batch tag-filter retry rebalance orderly broadcast lite-pull
-# dlq-lite-pull restart-check admin disk-full sql-filter timers transactions request-reply pop-consume
-# (see README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario except admin and
+# dlq-lite-pull restart-check admin disk-full sql-filter timers transactions request-reply pop-consume acl
+# (see README.md). --client 4 uses rocketmq-client 4.9.8 instead (every scenario except admin, acl and
 # pop-consume). Topic and group names get a fresh suffix per run unless --suffix is given
 # (restart-check, and timers' restart variant: both phases
 # take the same --state FILE; the consume phase reads the topic and group from it; disk-full:

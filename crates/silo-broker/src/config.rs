@@ -202,20 +202,7 @@ pub struct AuthSettings {
     pub authorization_whitelist: Vec<String>,
 }
 
-/// An access key and its secret, to sign requests with.
-#[derive(Clone, PartialEq, Eq, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Credentials {
-    pub access_key: String,
-    pub secret_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The secret never reaches a log.
-        f.debug_struct("Credentials").field("access_key", &self.access_key).finish_non_exhaustive()
-    }
-}
+pub use silo_wire::signature::Credentials;
 
 /// `initAuthenticationUser`'s JSON.
 #[derive(serde::Deserialize)]

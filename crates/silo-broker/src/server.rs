@@ -235,7 +235,7 @@ pub(crate) async fn request(
     let header = match credentials {
         Some(c) => {
             let mut h = header.clone();
-            silo_wire::signature::sign(&mut h.ext_fields, body, &c.access_key, &c.secret_key, None);
+            silo_wire::signature::sign(&mut h.ext_fields, body, c, None);
             signed = h;
             &signed
         }

@@ -46,18 +46,7 @@ pub struct Connection {
 
 /// An access key and its secret key: with them every request is signed as RocketMQ's
 /// `AclClientRPCHook` signs it, for a server with authentication on.
-#[derive(Clone, PartialEq, Eq)]
-pub struct Credentials {
-    pub access_key: String,
-    pub secret_key: String,
-}
-
-impl std::fmt::Debug for Credentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // The secret never reaches a log.
-        f.debug_struct("Credentials").field("access_key", &self.access_key).finish_non_exhaustive()
-    }
-}
+pub use silo_wire::signature::Credentials;
 
 impl Connection {
     /// Connects to `addr`, giving up after `timeout`.
@@ -90,7 +79,7 @@ impl Connection {
 
     fn sign(&self, header: &mut RemotingHeader, body: &[u8]) {
         if let Some(c) = &self.credentials {
-            silo_wire::signature::sign(&mut header.ext_fields, body, &c.access_key, &c.secret_key, None);
+            silo_wire::signature::sign(&mut header.ext_fields, body, c, None);
         }
     }
 

@@ -32,13 +32,28 @@ const MAX_SIGNATURE_B64: usize = 64;
 
 type HmacSha1 = hmac::Hmac<sha1::Sha1>;
 
+/// An access key and its secret key: who signs, and the key of the MAC.
+#[derive(Clone, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Credentials {
+    pub access_key: String,
+    pub secret_key: String,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The secret never reaches a log.
+        f.debug_struct("Credentials").field("access_key", &self.access_key).finish_non_exhaustive()
+    }
+}
+
 /// The MAC of a request as its signer computed it: `fields` sorted by key (the last of a
 /// repeated key, as Java's map keeps it), `Signature` and any key `skip` names left out, then
 /// `body`.
+/// `None` only if the MAC refuses the key, which HMAC never does (it takes keys of any length).
 #[must_use]
-pub fn mac(fields: &ExtFields, body: &[u8], secret: &[u8], skip: Option<&str>) -> [u8; MAC_LEN] {
-    // A MAC takes keys of any length; `new_from_slice` cannot fail for HMAC.
-    let mut mac = HmacSha1::new_from_slice(secret).unwrap_or_else(|_| HmacSha1::new(&Default::default()));
+pub fn mac(fields: &ExtFields, body: &[u8], secret: &[u8], skip: Option<&str>) -> Option<[u8; MAC_LEN]> {
+    let mut mac = HmacSha1::new_from_slice(secret).ok()?;
     // Last occurrence first, so that after a stable sort the first of equal keys is the one
     // that counts.
     let mut signed: Vec<(&str, &str)> =
@@ -49,17 +64,18 @@ pub fn mac(fields: &ExtFields, body: &[u8], secret: &[u8], skip: Option<&str>) -
         mac.update(value.as_bytes());
     }
     mac.update(body);
-    mac.finalize().into_bytes().into()
+    Some(mac.finalize().into_bytes().into())
 }
 
 /// Signs a request: adds `AccessKey` (and `SecurityToken`), then `Signature`.
-pub fn sign(fields: &mut ExtFields, body: &[u8], access_key: &str, secret: &str, security_token: Option<&str>) {
-    fields.insert(ACCESS_KEY, access_key.to_owned());
+pub fn sign(fields: &mut ExtFields, body: &[u8], credentials: &Credentials, security_token: Option<&str>) {
+    fields.insert(ACCESS_KEY, credentials.access_key.clone());
     if let Some(token) = security_token {
         fields.insert(SECURITY_TOKEN, token.to_owned());
     }
-    let mac = mac(fields, body, secret.as_bytes(), None);
-    fields.insert(SIGNATURE, STANDARD.encode(mac));
+    if let Some(mac) = mac(fields, body, credentials.secret_key.as_bytes(), None) {
+        fields.insert(SIGNATURE, STANDARD.encode(mac));
+    }
 }
 
 /// Whether `signature` (Base64, as sent) is the MAC of the request under `secret`. The
@@ -71,7 +87,7 @@ pub fn verify(fields: &ExtFields, body: &[u8], secret: &[u8], signature: &str, s
     }
     let mut sent = [0u8; MAX_SIGNATURE_B64];
     let Ok(len) = STANDARD.decode_slice(signature, &mut sent) else { return false };
-    let expected = mac(fields, body, secret, skip);
+    let Some(expected) = mac(fields, body, secret, skip) else { return false };
     let sent = sent.get(..len).unwrap_or_default();
     // Equal lengths first (a length is not secret), then every byte, without an early exit.
     sent.len() == expected.len() && sent.iter().zip(expected.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
@@ -85,7 +101,8 @@ mod tests {
     #[test]
     fn a_signed_request_verifies_and_any_change_breaks_it() {
         let mut fields: ExtFields = [("topic", "orders"), ("queueId", "3"), ("b", "x")].into_iter().collect();
-        sign(&mut fields, b"body", "alice", "s3cret", None);
+        let alice = Credentials { access_key: "alice".into(), secret_key: "s3cret".into() };
+        sign(&mut fields, b"body", &alice, None);
         let sig = fields.get(SIGNATURE).unwrap().to_owned();
         assert_eq!(sig.len(), 28);
         assert!(verify(&fields, b"body", b"s3cret", &sig, None));
@@ -106,13 +123,13 @@ mod tests {
         let mut by_hand = HmacSha1::new_from_slice(b"sk").unwrap();
         by_hand.update(b"ak12body");
         let want: [u8; MAC_LEN] = by_hand.finalize().into_bytes().into();
-        assert_eq!(mac(&fields, b"body", b"sk", None), want);
+        assert_eq!(mac(&fields, b"body", b"sk", None), Some(want));
         // A repeated key counts once, with its last value; a skipped key not at all.
         let mut repeated = fields.clone();
         repeated.push("a", "0");
         repeated.push("a", "1");
         repeated.push(UNIQUE_KEY_QUERY, "true");
-        assert_eq!(mac(&repeated, b"body", b"sk", Some(UNIQUE_KEY_QUERY)), want);
+        assert_eq!(mac(&repeated, b"body", b"sk", Some(UNIQUE_KEY_QUERY)), Some(want));
     }
 
     #[test]
@@ -122,6 +139,6 @@ mod tests {
         let mut by_hand = HmacSha1::new_from_slice(b"k").unwrap();
         by_hand.update("smiletilde".as_bytes());
         let want: [u8; MAC_LEN] = by_hand.finalize().into_bytes().into();
-        assert_eq!(mac(&fields, b"", b"k", None), want);
+        assert_eq!(mac(&fields, b"", b"k", None), Some(want));
     }
 }

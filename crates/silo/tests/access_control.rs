@@ -10,16 +10,15 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use bytes::BytesMut;
-use common::{SiloServer, java_scenario};
+use common::{SiloServer, java_scenario, read_frame};
 use silo_wire::codes::{request as rq, response as rs};
-use silo_wire::frame::{FrameDecoder, encode_frame};
+use silo_wire::frame::encode_frame;
 use silo_wire::{Frame, RemotingHeader, SerializeType};
 
 const ADMIN: &str = "rocketmq";
@@ -167,19 +166,6 @@ fn ask(stream: &mut TcpStream, header: &RemotingHeader, body: &[u8]) -> Frame {
     read_frame(stream)
 }
 
-fn read_frame(stream: &mut TcpStream) -> Frame {
-    let mut buf = BytesMut::new();
-    let mut chunk = [0u8; 65536];
-    loop {
-        if let Some(f) = FrameDecoder::default().decode(&mut buf).unwrap() {
-            return f;
-        }
-        let n = stream.read(&mut chunk).unwrap();
-        assert!(n > 0, "connection closed");
-        buf.extend_from_slice(&chunk[..n]);
-    }
-}
-
 fn get_max_offset(topic: &str) -> RemotingHeader {
     let mut h = RemotingHeader::request(rq::GET_MAX_OFFSET, 1);
     h.ext_fields.insert("topic", topic.to_owned());
@@ -199,7 +185,8 @@ fn forged_replayed_cut_and_oversized_credentials_are_refused_and_the_broker_goes
     let silo = secured(&dir.path().join("silo"));
     let mut broker = connect(silo.broker);
     let sign = |h: &mut RemotingHeader, body: &[u8], user: &str, secret: &str| {
-        silo_wire::signature::sign(&mut h.ext_fields, body, user, secret, None);
+        let c = silo_wire::signature::Credentials { access_key: user.into(), secret_key: secret.into() };
+        silo_wire::signature::sign(&mut h.ext_fields, body, &c, None);
     };
     let refused = |f: &Frame, words: &str| {
         assert_eq!(f.header.code, rs::NO_PERMISSION, "{:?}", f.header);

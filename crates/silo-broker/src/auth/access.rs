@@ -177,6 +177,14 @@ pub fn update_offset(frame: &Frame) -> Result<Vec<Need<'_>>, AccessError> {
     Ok(topic_and_group(frame, &[Sub, Update]))
 }
 
+/// Sub on `group` and on each of `topics` but retry topics (the group covers those).
+fn sub_on_group_and_topics(out: &mut Vec<Need<'_>>, group: &str, topics: impl IntoIterator<Item = String>) {
+    out.push(Need { kind: ResourceKind::Group, name: group_name(group).to_owned().into(), actions: &[Sub] });
+    for topic in topics.into_iter().filter(|t| !is_retry_topic(t)) {
+        out.push(Need { kind: ResourceKind::Topic, name: topic.into(), actions: &[Sub] });
+    }
+}
+
 /// HEART_BEAT: a consumer's heartbeat needs Sub on its groups and the topics they subscribe;
 /// a producer's needs nothing.
 pub fn heartbeat(frame: &Frame) -> Result<Vec<Need<'_>>, AccessError> {
@@ -184,16 +192,8 @@ pub fn heartbeat(frame: &Frame) -> Result<Vec<Need<'_>>, AccessError> {
         silo_wire::body::decode_json_body(&frame.body).map_err(|_| AccessError)?;
     let mut out = Vec::new();
     for consumer in data.consumer_data_set {
-        out.push(Need {
-            kind: ResourceKind::Group,
-            name: group_name(&consumer.group_name).to_owned().into(),
-            actions: &[Sub],
-        });
-        for sub in consumer.subscription_data_set {
-            if !is_retry_topic(&sub.topic) {
-                out.push(Need { kind: ResourceKind::Topic, name: sub.topic.into(), actions: &[Sub] });
-            }
-        }
+        let topics = consumer.subscription_data_set.into_iter().map(|s| s.topic);
+        sub_on_group_and_topics(&mut out, &consumer.group_name, topics);
     }
     Ok(out)
 }
@@ -236,16 +236,8 @@ struct LockedQueue {
 /// LOCK_BATCH_MQ and UNLOCK_BATCH_MQ: Sub on the group and the queues' topics.
 pub fn lock(frame: &Frame) -> Result<Vec<Need<'_>>, AccessError> {
     let body: LockBody = silo_wire::body::decode_json_body(&frame.body).map_err(|_| AccessError)?;
-    let mut out = vec![Need {
-        kind: ResourceKind::Group,
-        name: group_name(&body.consumer_group).to_owned().into(),
-        actions: &[Sub],
-    }];
-    for q in body.mq_set {
-        if !is_retry_topic(&q.topic) {
-            out.push(Need { kind: ResourceKind::Topic, name: q.topic.into(), actions: &[Sub] });
-        }
-    }
+    let mut out = Vec::new();
+    sub_on_group_and_topics(&mut out, &body.consumer_group, body.mq_set.into_iter().map(|q| q.topic));
     Ok(out)
 }
 

@@ -9,8 +9,8 @@
 //! it as they do against Java.
 //!
 //! Nothing here knows about frames beyond their fields and body, nor about sockets: the
-//! remoting dispatcher and the name server ask [`Auth::admit`], the gRPC front end
-//! reads [`Auth::metadata`] for its own signature scheme and asks [`Auth::authorize`].
+//! remoting dispatcher and the name server ask [`Auth::admit`]; the gRPC front end reads
+//! [`Auth::metadata`] for its own signature scheme (it does not authorize yet).
 
 pub mod access;
 pub mod json;
@@ -123,21 +123,6 @@ impl Auth {
         Ok(())
     }
 
-    /// Whether `username` may do any of `actions` on `target` from `from` (gRPC asks this for
-    /// each resource of a request).
-    pub fn authorize(
-        &self,
-        username: &str,
-        target: Target<'_>,
-        actions: &[Action],
-        from: IpAddr,
-    ) -> Result<(), Refusal> {
-        if !self.settings.authorization_enabled {
-            return Ok(());
-        }
-        self.decide(&self.metadata.view(), username, target, actions, from)
-    }
-
     fn decide(
         &self,
         view: &View,
@@ -227,7 +212,8 @@ mod tests {
         header.ext_fields.insert("b", topic);
         header.ext_fields.insert("a", "pg");
         if let Some((user, secret)) = signer {
-            sign(&mut header.ext_fields, b"hello", user, secret, None);
+            let c = silo_wire::signature::Credentials { access_key: user.into(), secret_key: secret.into() };
+            sign(&mut header.ext_fields, b"hello", &c, None);
         }
         Frame { serialize: silo_wire::SerializeType::Json, header, body: bytes::Bytes::from_static(b"hello") }
     }

@@ -39,6 +39,11 @@ pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: D
     let mut out = Vec::new();
     encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();
     s.write_all(&out).unwrap();
+    read_frame(&mut s)
+}
+
+/// The next frame from `s` (its read timeout bounds the wait).
+pub fn read_frame(s: &mut TcpStream) -> Frame {
     let mut buf = BytesMut::new();
     let mut chunk = [0u8; 65536];
     loop {

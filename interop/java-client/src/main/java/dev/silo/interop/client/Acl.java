@@ -15,7 +15,6 @@ import org.apache.rocketmq.client.exception.MQClientException;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
-import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
@@ -26,10 +25,8 @@ import org.apache.rocketmq.remoting.netty.NettyRemotingClient;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.ResponseCode;
 import org.apache.rocketmq.remoting.protocol.body.AclInfo;
-import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.body.UserInfo;
 import org.apache.rocketmq.remoting.protocol.header.GetMaxOffsetRequestHeader;
-import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 /**
@@ -56,12 +53,8 @@ final class Acl implements Scenario {
         String adminPassword = ctx.options.getOrDefault("admin-password", "12345678");
         RPCHook superHook = signed(ctx, adminUser, adminPassword);
 
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(superHook, 10_000);
-        admin.setNamesrvAddr(ctx.namesrv);
-        admin.setInstanceName("silo-" + ctx.suffix + "-admin");
-        admin.start();
-        ctx.closeLater(admin::shutdown);
-        String brokerAddr = masterAddr(admin.examineBrokerClusterInfo());
+        DefaultMQAdminExt admin = AdminClients.start(ctx, superHook);
+        String brokerAddr = AdminClients.masterAddr(admin.examineBrokerClusterInfo());
         if (brokerAddr == null) {
             ctx.fail.add("examineBrokerClusterInfo (as the super user) lists no master");
             return "";
@@ -239,18 +232,6 @@ final class Acl implements Scenario {
         };
     }
 
-    private static String masterAddr(ClusterInfo cluster) {
-        if (cluster == null || cluster.getBrokerAddrTable() == null) {
-            return null;
-        }
-        for (BrokerData bd : cluster.getBrokerAddrTable().values()) {
-            String addr = bd.getBrokerAddrs() == null ? null : bd.getBrokerAddrs().get(MixAll.MASTER_ID);
-            if (addr != null) {
-                return addr;
-            }
-        }
-        return null;
-    }
 
     private static Set<String> entries(AclInfo acl) {
         Set<String> out = new java.util.TreeSet<>();

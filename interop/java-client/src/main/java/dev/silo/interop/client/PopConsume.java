@@ -11,14 +11,11 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
-import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.constant.PermName;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageRequestMode;
-import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.header.PullMessageRequestHeader;
-import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 import org.apache.rocketmq.remoting.protocol.subscription.SubscriptionGroupConfig;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
@@ -49,12 +46,8 @@ final class PopConsume implements Scenario {
 
     @Override
     public String run(Ctx ctx) throws Exception {
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(ctx.hook, 10_000);
-        admin.setNamesrvAddr(ctx.namesrv);
-        admin.setInstanceName("silo-" + ctx.suffix + "-admin");
-        admin.start();
-        ctx.closeLater(admin::shutdown);
-        String brokerAddr = masterAddr(admin.examineBrokerClusterInfo());
+        DefaultMQAdminExt admin = AdminClients.start(ctx, ctx.hook);
+        String brokerAddr = AdminClients.masterAddr(admin.examineBrokerClusterInfo());
         if (brokerAddr == null) {
             ctx.fail.add("examineBrokerClusterInfo: no master broker");
             return "";
@@ -174,15 +167,4 @@ final class PopConsume implements Scenario {
             + " pulled=" + new TreeSet<>(pulledTopics);
     }
 
-    private static String masterAddr(ClusterInfo cluster) {
-        if (cluster == null || cluster.getBrokerAddrTable() == null) {
-            return null;
-        }
-        for (BrokerData bd : cluster.getBrokerAddrTable().values()) {
-            if (bd.getBrokerAddrs() != null && bd.getBrokerAddrs().get(MixAll.MASTER_ID) != null) {
-                return bd.getBrokerAddrs().get(MixAll.MASTER_ID);
-            }
-        }
-        return null;
-    }
 }
