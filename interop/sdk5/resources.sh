@@ -3,7 +3,8 @@
 # (Apache's admin client, DefaultMQAdminExt from rocketmq-tools 5.3.3, in interop/java-client), then
 # reads each one back from the broker and waits until the name server routes every topic.
 #
-#   bash interop/sdk5/resources.sh --namesrv HOST:PORT --suffix S [--cluster C] [--timeout SECONDS] LANG...
+#   bash interop/sdk5/resources.sh --namesrv HOST:PORT --suffix S [--cluster C] [--timeout SECONDS]
+#       [--access-key K --secret-key S] LANG...
 #
 # For each LANG (java, go, python, node, rust, ...): topics sdk5-LANG-{normal,fifo,delay,txn,
 # redeliver,push}-S with 4 read / 4 write queues and message.type NORMAL, FIFO, DELAY, TRANSACTION,
@@ -11,7 +12,8 @@
 # cluster C (default DefaultCluster); groups sdk5-LANG-{normal,fifo,delay,transaction,redeliver,push,
 # dlq}-S, the fifo group with consumeMessageOrderly=true, the push group with retryMaxTimes=2 (dlq:
 # for reading the push group's dead letters). First waits (bounded by --timeout, default 60 s) until
-# a master of C is registered with the name server.
+# a master of C is registered with the name server. With --access-key/--secret-key every request is
+# signed (a broker with authenticationEnabled refuses unsigned ones).
 #
 # stdout: one "created ..." line per language and "OK resources ..." (exit 0), or "FAIL resources:"
 # and the differences (exit 1). Exit 2: usage error. stderr: Maven, client warnings, request codes.
@@ -33,7 +35,7 @@ while [ "$#" -gt 0 ]; do
     case "$1" in
         --namesrv) [ "$#" -ge 2 ] || usage; have_namesrv=true; args+=("$1" "$2"); shift 2 ;;
         --suffix) [ "$#" -ge 2 ] || usage; have_suffix=true; args+=("$1" "$2"); shift 2 ;;
-        --cluster | --timeout) [ "$#" -ge 2 ] || usage; args+=("$1" "$2"); shift 2 ;;
+        --cluster | --timeout | --access-key | --secret-key) [ "$#" -ge 2 ] || usage; args+=("$1" "$2"); shift 2 ;;
         -h | --help) usage ;;
         -*) echo "resources: unknown option $1" >&2; usage ;;
         *) langs=$((langs + 1)); args+=("$1"); shift ;;

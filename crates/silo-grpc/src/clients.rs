@@ -48,7 +48,7 @@ pub struct ConsumerView {
 }
 
 /// The consumer group a client's settings name, and its type, if it is a consumer.
-fn consumer_group(s: &Settings) -> Option<(&str, ClientType, &[SubscriptionEntry])> {
+pub(crate) fn consumer_group(s: &Settings) -> Option<(&str, ClientType, &[SubscriptionEntry])> {
     let t = s.client_type.and_then(|t| ClientType::try_from(t).ok())?;
     if !matches!(t, ClientType::PushConsumer | ClientType::SimpleConsumer) {
         return None;

@@ -265,6 +265,15 @@ impl Frontend {
                     break;
                 }
                 let answer = fe.server_settings(&s);
+                // A consumer is listed as online from its settings on: its group's retry topic
+                // must route from then on too, for admin tools find the group's broker by it (its
+                // first heartbeat may come only after it has consumed).
+                if let Some((group, _, _)) = crate::clients::consumer_group(&s)
+                    && crate::validate::group(group).is_ok()
+                    && let Err(e) = fe.broker.ensure_retry_topic(group)
+                {
+                    tracing::warn!(group, error = %e, "cannot create the group's retry topic");
+                }
                 fe.clients.set_settings(&caller.client_id, *s);
                 let reply = TelemetryCommand { status: Some(ok()), command: Some(Command::Settings(Box::new(answer))) };
                 if tx.send(Ok(reply)).await.is_err() {

@@ -90,7 +90,12 @@ fn run(script: &str, args: &[&str]) -> (bool, String, String) {
 
 /// Creates the suites' topics and groups of `suffix` for `languages` (interop/sdk5/resources.sh).
 fn create_resources(namesrv: &str, suffix: &str, languages: &[&str]) {
-    let args = [&["--namesrv", namesrv, "--suffix", suffix][..], languages].concat();
+    create_resources_as(namesrv, suffix, languages, &[]);
+}
+
+/// As [`create_resources`], with `credentials` (`--access-key K --secret-key S`) signing every request.
+fn create_resources_as(namesrv: &str, suffix: &str, languages: &[&str], credentials: &[&str]) {
+    let args = [&["--namesrv", namesrv, "--suffix", suffix][..], credentials, languages].concat();
     let (ok, stdout, stderr) = run("interop/sdk5/resources.sh", &args);
     assert!(ok, "resources.sh failed\nstdout:\n{stdout}\nstderr:\n{stderr}");
 }
@@ -128,7 +133,16 @@ fn run_suites(endpoint: &str, namesrv: &str, suffix: &str, tls_for: &[&str]) -> 
 }
 
 fn runtime_info(silo: &SiloServer) -> serde_json::Value {
-    let info = common::call(silo.broker, silo_wire::codes::request::GET_BROKER_RUNTIME_INFO, &[]);
+    runtime_info_as(silo, None)
+}
+
+/// [`runtime_info`], signed by `user` (a broker with authentication on refuses unsigned requests).
+fn runtime_info_as(silo: &SiloServer, user: Option<(&str, &str)>) -> serde_json::Value {
+    let code = silo_wire::codes::request::GET_BROKER_RUNTIME_INFO;
+    let info = match user {
+        Some(user) => common::call_signed(silo.broker, code, &[], user),
+        None => common::call(silo.broker, code, &[]),
+    };
     assert_eq!(info.header.code, 0);
     serde_json::from_slice(&info.body).unwrap()
 }
@@ -189,7 +203,8 @@ fn the_java_sdk_signs_its_requests_when_silo_requires_credentials() {
         ],
     );
     let suffix = format!("a{}", std::process::id());
-    create_resources(&silo.namesrv.to_string(), &suffix, &["java"]);
+    let admin = ["--access-key", "sdk-user", "--secret-key", "sdk-secret"];
+    create_resources_as(&silo.namesrv.to_string(), &suffix, &["java"], &admin);
     let suite = |secret: &str| {
         let out = Command::new("bash")
             .arg(repo().join("interop/sdk5/java/run.sh"))
@@ -204,7 +219,7 @@ fn the_java_sdk_signs_its_requests_when_silo_requires_credentials() {
     assert!(signed.starts_with("PASS java normal"), "{signed}\n{}", silo.log_tail());
     let wrong = suite("not-the-secret");
     assert!(wrong.starts_with("FAIL java normal") && wrong.contains("40100"), "{wrong}");
-    assert!(count(&runtime_info(&silo), "grpcUnauthenticatedRequests") >= 1);
+    assert!(count(&runtime_info_as(&silo, Some(("sdk-user", "sdk-secret"))), "grpcUnauthenticatedRequests") >= 1);
 }
 
 #[test]
@@ -352,11 +367,9 @@ fn mqadmin_reaches_a_5x_sdk_consumer_through_the_broker() {
     hold.wait_for("READY", |l| l == "READY", Duration::from_secs(60), &silo);
 
     let (connections, err) = mqadmin(silo.namesrv, &["consumerConnection", "-g", &group]);
-    let row = connections
-        .lines()
-        .skip_while(|l| !l.starts_with("#ClientId"))
-        .nth(1)
-        .unwrap_or_else(|| panic!("consumerConnection lists nobody:\n{connections}\n{err}"));
+    let row = connections.lines().skip_while(|l| !l.starts_with("#ClientId")).nth(1).unwrap_or_else(|| {
+        panic!("consumerConnection lists nobody:\n{connections}\n{err}\nbroker log:\n{}", silo.log_tail())
+    });
     let client_id = row.split_whitespace().next().unwrap().to_owned();
     assert!(row.contains("JAVA") && row.contains("V5_3_3"), "{connections}");
     assert!(connections.contains("ConsumeType: CONSUME_PASSIVELY"), "{connections}");

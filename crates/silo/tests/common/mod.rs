@@ -30,11 +30,24 @@ pub fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
 
 /// [`call`], waiting up to `timeout` for the answer.
 pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration) -> Frame {
+    call_as(addr, code, ext, timeout, None)
+}
+
+/// [`call`], signed by `user` (access key, secret key) as the stock clients sign.
+pub fn call_signed(addr: SocketAddr, code: i32, ext: &[(&str, &str)], user: (&str, &str)) -> Frame {
+    call_as(addr, code, ext, Duration::from_secs(10), Some(user))
+}
+
+fn call_as(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration, user: Option<(&str, &str)>) -> Frame {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(timeout)).unwrap();
     let mut h = RemotingHeader::request(code, 1);
     for (k, v) in ext {
         h.ext_fields.insert(*k, *v);
+    }
+    if let Some((access_key, secret_key)) = user {
+        let c = silo_wire::signature::Credentials { access_key: access_key.into(), secret_key: secret_key.into() };
+        silo_wire::signature::sign(&mut h.ext_fields, &[], &c, None);
     }
     let mut out = Vec::new();
     encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();

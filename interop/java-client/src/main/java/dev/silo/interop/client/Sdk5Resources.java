@@ -8,9 +8,13 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
+import org.apache.rocketmq.acl.common.AclClientRPCHook;
+import org.apache.rocketmq.acl.common.SessionCredentials;
 import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.constant.PermName;
+import org.apache.rocketmq.remoting.RPCHook;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
 import org.apache.rocketmq.remoting.protocol.body.ClusterInfo;
 import org.apache.rocketmq.remoting.protocol.route.BrokerData;
 import org.apache.rocketmq.remoting.protocol.route.QueueData;
@@ -63,7 +67,8 @@ final class Sdk5Resources {
 
     private static void usage(String why) {
         System.err.println("error: " + why);
-        System.err.println("usage: Sdk5Resources --namesrv HOST:PORT --suffix S [--cluster C] [--timeout SECONDS] LANG...");
+        System.err.println("usage: Sdk5Resources --namesrv HOST:PORT --suffix S [--cluster C] [--timeout SECONDS]"
+            + " [--access-key K --secret-key S] LANG...");
         System.exit(2);
     }
 
@@ -86,7 +91,7 @@ final class Sdk5Resources {
             usage("--namesrv, --suffix and at least one language are required");
         }
         for (String k : opts.keySet()) {
-            if (!Set.of("namesrv", "suffix", "cluster", "timeout").contains(k)) {
+            if (!Set.of("namesrv", "suffix", "cluster", "timeout", "access-key", "secret-key").contains(k)) {
                 usage("unknown option --" + k);
             }
         }
@@ -97,6 +102,9 @@ final class Sdk5Resources {
         }
         if (!suffix.matches("[A-Za-z0-9_-]+")) {
             usage("bad suffix " + suffix + " (letters, digits, '_' and '-' only)");
+        }
+        if (opts.containsKey("access-key") != opts.containsKey("secret-key")) {
+            usage("--access-key and --secret-key go together");
         }
         String cluster = opts.getOrDefault("cluster", "DefaultCluster");
         long timeoutMillis = Long.parseLong(opts.getOrDefault("timeout", "60")) * 1000;
@@ -109,7 +117,12 @@ final class Sdk5Resources {
         Failures fail = new Failures();
         CodeRecorder hook = new CodeRecorder(namesrv);
         long start = System.nanoTime();
-        DefaultMQAdminExt admin = new DefaultMQAdminExt(hook, 10_000);
+        RPCHook signed = hook;
+        if (opts.containsKey("access-key")) {
+            // A broker with authentication on refuses unsigned admin requests, as Java's does.
+            signed = both(hook, new AclClientRPCHook(new SessionCredentials(opts.get("access-key"), opts.get("secret-key"))));
+        }
+        DefaultMQAdminExt admin = new DefaultMQAdminExt(signed, 10_000);
         admin.setNamesrvAddr(namesrv);
         admin.setInstanceName("sdk5-resources-" + suffix + "-" + ProcessHandle.current().pid());
         List<String> lines = new ArrayList<>();
@@ -140,6 +153,23 @@ final class Sdk5Resources {
         }
         System.out.flush();
         System.exit(1);
+    }
+
+    /** FIRST, then SECOND, around every request: recording codes and signing, in one hook. */
+    private static RPCHook both(RPCHook first, RPCHook second) {
+        return new RPCHook() {
+            @Override
+            public void doBeforeRequest(String remoteAddr, RemotingCommand request) {
+                first.doBeforeRequest(remoteAddr, request);
+                second.doBeforeRequest(remoteAddr, request);
+            }
+
+            @Override
+            public void doAfterResponse(String remoteAddr, RemotingCommand request, RemotingCommand response) {
+                first.doAfterResponse(remoteAddr, request, response);
+                second.doAfterResponse(remoteAddr, request, response);
+            }
+        };
     }
 
     static String topicName(String lang, String kind, String suffix) {
