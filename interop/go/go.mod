@@ -2,7 +2,7 @@ module silo.dev/interop/go
 
 go 1.22
 
-require github.com/apache/rocketmq-client-go/v2 v2.1.2
+require github.com/apache/rocketmq-client-go/v2 v2.1.3-0.20251226070945-2173d070fd1b
 
 require (
 	github.com/emirpasic/gods v1.12.0 // indirect

@@ -83,6 +83,9 @@ pub struct Broker {
     front_end: std::sync::OnceLock<Arc<dyn FrontEnd>>,
     /// Who may call, and what they may do (`config/auth.json`).
     pub auth: Arc<crate::auth::Auth>,
+    /// The certificate every TLS port serves, loaded (or generated) by the first port that
+    /// needs it.
+    tls_identity: std::sync::Mutex<Option<Arc<crate::tls::Identity>>>,
 }
 
 #[derive(Debug, Default)]
@@ -138,6 +141,7 @@ impl Broker {
             front_end: std::sync::OnceLock::new(),
             ha_links: crate::ha::HaLinks::default(),
             auth: Arc::new(auth),
+            tls_identity: std::sync::Mutex::new(None),
         });
         broker.load_transactions();
         broker.load_pops();
@@ -181,6 +185,18 @@ impl Broker {
     }
 
     /// Attaches the second front end (once; later calls are ignored).
+    /// The TLS certificate and key of `tls.server.*`, shared by the remoting, name-server and
+    /// gRPC ports: one generated certificate per process, not one per port.
+    pub fn tls_identity(&self) -> Result<Arc<crate::tls::Identity>, crate::tls::TlsError> {
+        let mut slot = self.tls_identity.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(identity) = slot.as_ref() {
+            return Ok(Arc::clone(identity));
+        }
+        let identity = Arc::new(crate::tls::Identity::load(&self.config.tls)?);
+        *slot = Some(Arc::clone(&identity));
+        Ok(identity)
+    }
+
     pub fn set_front_end(&self, front_end: Arc<dyn FrontEnd>) {
         let _ = self.front_end.set(front_end);
     }

@@ -63,8 +63,10 @@ pub struct BrokerConfig {
     pub timer_roll_window_slots: i64,
     /// `reviveQueueNum`, `popFromRetryProbability`, `popPollingSize`.
     pub pop: crate::core::pop::PopConfig,
-    /// The gRPC endpoint (`grpcServerPort`, `tls.server.*`), served by the `silo-grpc` front end.
+    /// The gRPC endpoint (`grpcServerPort`, ...), served by the `silo-grpc` front end.
     pub grpc: GrpcSettings,
+    /// `tls.server.*`: TLS on every port (remoting, the embedded name server, gRPC).
+    pub tls: TlsSettings,
     /// `authenticationEnabled`, `initAuthenticationUser`: who may call (the gRPC endpoint checks
     /// every request's signature when enabled).
     pub auth: AuthSettings,
@@ -113,6 +115,7 @@ impl Default for BrokerConfig {
             timer_roll_window_slots: silo_store::timer::DEFAULT_ROLL_WINDOW_SLOTS,
             pop: crate::core::pop::PopConfig::default(),
             grpc: GrpcSettings::default(),
+            tls: TlsSettings::default(),
             auth: AuthSettings::default(),
             ha: crate::ha::HaSettings::default(),
             clock: silo_store::clock::system(),
@@ -120,29 +123,7 @@ impl Default for BrokerConfig {
     }
 }
 
-/// Which connections a TLS-capable port takes (`tls.server.mode`, as Java names the modes).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TlsMode {
-    /// Plaintext only.
-    Disabled,
-    /// TLS and plaintext on the same port, told apart by the first byte.
-    #[default]
-    Permissive,
-    /// TLS only: a plaintext connection is closed.
-    Enforcing,
-}
-
-impl std::str::FromStr for TlsMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "disabled" => Ok(Self::Disabled),
-            "permissive" => Ok(Self::Permissive),
-            "enforcing" => Ok(Self::Enforcing),
-            other => Err(format!("{other:?}: expected disabled, permissive or enforcing")),
-        }
-    }
-}
+pub use crate::tls::{TlsMode, TlsSettings};
 
 /// The gRPC endpoint's keys. Apache's proxy takes the same names in its own config file; here
 /// they are broker.conf keys, since the broker serves the endpoint itself.
@@ -151,12 +132,6 @@ pub struct GrpcSettings {
     /// `grpcServerPort` (8081; 0 takes a free port). `None` (`grpcServerPort=-1`, or
     /// `--no-grpc`): no gRPC endpoint.
     pub port: Option<u16>,
-    /// `tls.server.mode`: permissive by default, as Apache's proxy.
-    pub tls_mode: TlsMode,
-    /// `tls.server.certPath` / `tls.server.keyPath`: PEM files; without them a self-signed
-    /// certificate is made at start.
-    pub cert_path: Option<PathBuf>,
-    pub key_path: Option<PathBuf>,
     /// `grpcMaxInboundMessageSize`: the largest request message accepted (130 MiB).
     pub max_inbound_message_size: usize,
     /// `defaultInvisibleTimeMills`: the invisible time of a push consumer's messages
@@ -172,9 +147,6 @@ impl Default for GrpcSettings {
     fn default() -> Self {
         Self {
             port: Some(8081),
-            tls_mode: TlsMode::Permissive,
-            cert_path: None,
-            key_path: None,
             max_inbound_message_size: 130 * 1024 * 1024,
             auto_renew_invisible_ms: 60_000,
             client_grace_ms: 10_000,
@@ -371,9 +343,22 @@ impl BrokerConfig {
                 let port: i32 = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
                 self.grpc.port = if port < 0 { None } else { Some(u16::try_from(port).map_err(|e| e.to_string())?) };
             }
-            "tls.server.mode" => self.grpc.tls_mode = v.parse()?,
-            "tls.server.certPath" => self.grpc.cert_path = (!v.is_empty()).then(|| PathBuf::from(v)),
-            "tls.server.keyPath" => self.grpc.key_path = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "tls.server.mode" => self.tls.mode = v.parse()?,
+            "tls.server.certPath" => self.tls.cert_path = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "tls.server.keyPath" => self.tls.key_path = (!v.is_empty()).then(|| PathBuf::from(v)),
+            "tls.test.mode.enable" => self.tls.require_configured_identity = !parse_bool(v)?,
+            // Client certificates and encrypted keys are not served: refused rather than
+            // silently not checked.
+            "tls.server.need.client.auth" if v.eq_ignore_ascii_case("none") || v.is_empty() => {}
+            "tls.server.authClient" if !parse_bool(v)? => {}
+            "tls.server.keyPassword" | "tls.server.trustCertPath" if v.is_empty() => {}
+            "tls.server.need.client.auth" | "tls.server.authClient" | "tls.server.keyPassword" => {
+                return Err("client certificates and encrypted keys are not supported".into());
+            }
+            "tls.server.trustCertPath" => return Err("client certificates are not supported".into()),
+            // The client side's keys (the broker's own outgoing connections are plaintext).
+            "tls.enable" | "tls.client.authServer" | "tls.client.trustCertPath" => {}
+            "tls.config.file" => self.load_tls_file(Path::new(v))?,
             "grpcMaxInboundMessageSize" => self.grpc.max_inbound_message_size = num(v)?.max(1024) as usize,
             "brokerRole" => self.ha.role = v.parse()?,
             "haListenPort" => {
@@ -411,6 +396,29 @@ impl BrokerConfig {
             self.broker_id = 0;
         } else if self.broker_id <= 0 {
             return Err("a SLAVE's brokerId must be above 0".into());
+        }
+        Ok(())
+    }
+
+    /// Reads the `tls.*` keys of a Java `tls.properties` file.
+    fn load_tls_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+                continue;
+            }
+            let (key, value) = line.split_once(['=', ':']).unwrap_or((line, ""));
+            let (key, value) = (key.trim(), value.trim());
+            if !key.starts_with("tls.") || key == "tls.config.file" {
+                continue;
+            }
+            let at = || format!("{} line {}: {key}={value}", path.display(), i + 1);
+            match self.set(key, value) {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(key, file = %path.display(), "unknown TLS key ignored"),
+                Err(reason) => return Err(format!("{}: {reason}", at())),
+            }
         }
         Ok(())
     }
@@ -494,5 +502,38 @@ mod tests {
         std::fs::write(&path, "listenPort=lots\n").unwrap();
         let err = c.load_file(&path).unwrap_err().to_string();
         assert!(err.contains(":1: listenPort"), "{err}");
+    }
+
+    #[test]
+    fn tls_keys_are_read_from_broker_conf_and_from_a_tls_properties_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = BrokerConfig::default();
+        assert_eq!(c.tls.mode, TlsMode::Permissive, "Java's default");
+        assert!(c.set("tls.server.mode", "Enforcing").unwrap());
+        assert_eq!(c.tls.mode, TlsMode::Enforcing);
+        assert!(c.set("tls.server.mode", "sometimes").is_err());
+        // Client certificates and encrypted keys are refused, not silently left unchecked.
+        assert!(c.set("tls.server.need.client.auth", "none").unwrap());
+        assert!(c.set("tls.server.need.client.auth", "require").is_err());
+        assert!(c.set("tls.server.keyPassword", "secret").is_err());
+        let tls = dir.path().join("tls.properties");
+        std::fs::write(
+            &tls,
+            "tls.server.mode=disabled\ntls.test.mode.enable=false\ntls.server.certPath=/etc/c.pem\ntls.client.authServer=true\nother=1\n",
+        )
+        .unwrap();
+        assert!(c.set("tls.config.file", tls.to_str().unwrap()).unwrap());
+        assert_eq!(c.tls.mode, TlsMode::Disabled);
+        assert!(c.tls.require_configured_identity);
+        assert_eq!(c.tls.cert_path.as_deref(), Some(Path::new("/etc/c.pem")));
+        // Half an identity, or none without test mode, does not start.
+        let err = crate::tls::Identity::load(&c.tls).unwrap_err().to_string();
+        assert!(err.contains("go together"), "{err}");
+        c.tls.cert_path = None;
+        let err = crate::tls::Identity::load(&c.tls).unwrap_err().to_string();
+        assert!(err.contains("tls.test.mode.enable=false"), "{err}");
+        std::fs::write(&tls, "tls.server.need.client.auth=require\n").unwrap();
+        let err = c.set("tls.config.file", tls.to_str().unwrap()).unwrap_err();
+        assert!(err.contains("line 1"), "{err}");
     }
 }

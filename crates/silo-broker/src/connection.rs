@@ -15,8 +15,7 @@ use bytes::{Bytes, BytesMut};
 use silo_store::MessageRef;
 use silo_wire::frame::encode_frame_head;
 use silo_wire::{RemotingHeader, SerializeType};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::OwnedWriteHalf;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// The body of an outgoing frame.
@@ -165,7 +164,11 @@ impl Channel {
 }
 
 /// Writes frames from `rx` to the socket until the channel or the socket closes.
-pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<Outgoing>, backlog: Arc<Backlog>) {
+pub async fn write_loop<W: AsyncWrite + Unpin>(
+    mut socket: W,
+    mut rx: mpsc::UnboundedReceiver<Outgoing>,
+    backlog: Arc<Backlog>,
+) {
     let mut head = BytesMut::with_capacity(1024);
     while let Some(out) = rx.recv().await {
         backlog.written();
@@ -184,6 +187,12 @@ pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedRecei
                 write_all_vectored(&mut socket, &parts).await
             }
         };
+        // A TLS stream may hold the tail of what was written until flushed; a socket's flush
+        // does nothing. Flushed once nothing more is queued, so a burst still goes in one go.
+        let result = match result {
+            Ok(()) if rx.is_empty() => socket.flush().await,
+            other => other,
+        };
         if let Err(e) = result {
             tracing::debug!(error = %e, "connection closed while writing");
             return;
@@ -193,7 +202,7 @@ pub async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedRecei
 }
 
 /// Writes every part, in order, with as few system calls as the kernel allows.
-async fn write_all_vectored(socket: &mut OwnedWriteHalf, parts: &[&[u8]]) -> std::io::Result<()> {
+async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &[&[u8]]) -> std::io::Result<()> {
     let mut index = 0usize;
     let mut skip = 0usize;
     while index < parts.len() {

@@ -22,6 +22,7 @@ pub mod response;
 pub mod schedule;
 pub mod server;
 pub mod timer;
+pub mod tls;
 pub mod topics;
 pub mod transaction_check;
 

@@ -11,7 +11,7 @@ use silo_wire::codes::request as rq;
 use silo_wire::custom::{CustomHeader, RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
 use silo_wire::frame::{FrameDecoder, encode_frame};
 use silo_wire::{RemotingHeader, SerializeType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 
@@ -20,6 +20,7 @@ use crate::cmd;
 use crate::connection::{Channel, write_loop};
 use crate::namesrv::RouteTable;
 use crate::response;
+use crate::tls::{Accepted, Transport};
 
 static CONNECTION_IDS: AtomicU64 = AtomicU64::new(1);
 
@@ -49,7 +50,13 @@ pub fn listen(addr: SocketAddr, backlog: u32) -> std::io::Result<TcpListener> {
 /// plain blocking `accept` calls, so that it never waits behind request handling: in a
 /// reconnect storm the kernel's queue of connections not yet accepted is drained as fast as
 /// they arrive, and each connection is handed to the runtime that serves it.
-pub async fn serve(listener: TcpListener, role: Role, idle: Duration, mut shutdown: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    role: Role,
+    transport: Transport,
+    idle: Duration,
+    mut shutdown: watch::Receiver<bool>,
+) {
     let serving = tokio::runtime::Handle::current();
     let (listener, addr) = match listener.into_std().and_then(|l| {
         l.set_nonblocking(false)?;
@@ -73,9 +80,10 @@ pub async fn serve(listener: TcpListener, role: Role, idle: Duration, mut shutdo
             match accepted.and_then(|(s, remote)| s.set_nonblocking(true).map(|()| (s, remote))) {
                 Ok((socket, remote)) => {
                     let role = role.clone();
+                    let transport = transport.clone();
                     serving.spawn(async move {
                         match TcpStream::from_std(socket) {
-                            Ok(socket) => connection(socket, remote, role, idle).await,
+                            Ok(socket) => new_connection(socket, remote, role, &transport, idle).await,
                             Err(e) => tracing::warn!(%remote, error = %e, "cannot serve an accepted connection"),
                         }
                     });
@@ -100,11 +108,76 @@ pub async fn serve(listener: TcpListener, role: Role, idle: Duration, mut shutdo
     let _ = tokio::task::spawn_blocking(move || thread.join()).await;
 }
 
+/// How long a TLS client may take over its handshake once its first byte has arrived.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// A new connection: told TLS from plaintext by its first byte where the port takes TLS, then
+/// served. The first byte is awaited as long as an idle connection is kept; the handshake is
+/// bounded on its own, so a client that stalls inside it is closed.
+async fn new_connection(socket: TcpStream, remote: SocketAddr, role: Role, transport: &Transport, idle: Duration) {
+    let _ = socket.set_nodelay(true);
+    if !transport.inspects() {
+        let (reader, writer) = socket.into_split();
+        return connection(reader, writer, remote, role, idle).await;
+    }
+    match tokio::time::timeout(idle, socket.readable()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return tracing::debug!(%remote, error = %e, "connection failed before its first byte"),
+        Err(_) => return tracing::debug!(%remote, "idle connection closed before its first byte"),
+    }
+    match tokio::time::timeout(idle.min(TLS_HANDSHAKE_TIMEOUT), transport.accept(socket)).await {
+        Ok(Ok(Accepted::Plain(socket))) => {
+            let (reader, writer) = socket.into_split();
+            connection(reader, writer, remote, role, idle).await
+        }
+        Ok(Ok(Accepted::Tls(stream))) => {
+            let (reader, writer) = tokio::io::split(*stream);
+            connection(Unbuffered(reader), writer, remote, role, idle).await
+        }
+        Ok(Err(e)) => tracing::info!(%remote, error = %e, mode = ?transport.mode(), "connection refused"),
+        Err(_) => tracing::info!(%remote, "TLS handshake not finished in time; connection closed"),
+    }
+}
+
+/// A connection's reading side. A plaintext socket says when it has bytes before any read
+/// buffer exists, so an idle connection pins none; a TLS stream holds its own buffers, and
+/// reads at once.
+trait Source: AsyncRead + Unpin + Send {
+    fn ready(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send;
+}
+
+impl Source for tokio::net::tcp::OwnedReadHalf {
+    fn ready(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        self.readable()
+    }
+}
+
+/// The reading half of a TLS connection (a [`Source`] that is always ready).
+struct Unbuffered<R>(R);
+
+impl<R: AsyncRead + Unpin> AsyncRead for Unbuffered<R> {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send> Source for Unbuffered<R> {
+    fn ready(&self) -> impl std::future::Future<Output = std::io::Result<()>> + Send {
+        std::future::ready(Ok(()))
+    }
+}
+
 /// One connection: read frames, handle them, close on a frame that does not decode or after
 /// `idle` without traffic (RocketMQ's 120 s).
-async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Duration) {
-    let _ = socket.set_nodelay(true);
-    let (mut reader, writer) = socket.into_split();
+async fn connection<R, W>(mut reader: R, writer: W, remote: SocketAddr, role: Role, idle: Duration)
+where
+    R: Source,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let (tx, rx) = mpsc::unbounded_channel();
     let id = CONNECTION_IDS.fetch_add(1, Ordering::Relaxed);
     let channel = Channel::new(remote, id, tx);
@@ -164,7 +237,7 @@ async fn connection(socket: TcpStream, remote: SocketAddr, role: Role, idle: Dur
             buf = BytesMut::with_capacity(64 * 1024);
         }
         if buf.capacity() == 0 {
-            match tokio::time::timeout(idle, reader.readable()).await {
+            match tokio::time::timeout(idle, reader.ready()).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => break,
                 Err(_) => {
@@ -397,28 +470,31 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
             _ => Ok(None),
         }
     };
-    let start_namesrv =
-        |tasks: &mut Vec<_>, namesrv: Option<(TcpListener, Arc<RouteTable>)>, auth: Option<Arc<crate::auth::Auth>>| {
-            if let Some((listener, table)) = namesrv {
-                if let Ok(addr) = listener.local_addr() {
-                    tracing::info!(%addr, "name server listening");
-                }
-                let rx = shutdown_rx.clone();
-                tasks.push(tokio::spawn(serve(
-                    listener,
-                    Role::NameServer(table.clone(), auth),
-                    Duration::from_secs(120),
-                    rx,
-                )));
-                let mut rx = shutdown_rx.clone();
-                tasks.push(tokio::spawn(async move {
+    let start_namesrv = |tasks: &mut Vec<_>,
+                         namesrv: Option<(TcpListener, Arc<RouteTable>)>,
+                         auth: Option<Arc<crate::auth::Auth>>,
+                         transport: Transport| {
+        if let Some((listener, table)) = namesrv {
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!(%addr, tls = ?transport.mode(), "name server listening");
+            }
+            let rx = shutdown_rx.clone();
+            tasks.push(tokio::spawn(serve(
+                listener,
+                Role::NameServer(table.clone(), auth),
+                transport,
+                Duration::from_secs(120),
+                rx,
+            )));
+            let mut rx = shutdown_rx.clone();
+            tasks.push(tokio::spawn(async move {
                 let mut tick = tokio::time::interval(Duration::from_secs(5));
                 loop {
                     tokio::select! { _ = tick.tick() => { table.expire(Instant::now()); } _ = rx.changed() => return }
                 }
             }));
-            }
-        };
+        }
+    };
     let mut running = Running {
         namesrv_addr: None,
         broker_addr: None,
@@ -428,9 +504,14 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
         tasks: Vec::new(),
     };
     let Some(mut config) = options.broker.clone() else {
+        // A bare name server takes TLS as Java's does by default: permissive, with a
+        // certificate of its own.
+        let settings = crate::tls::TlsSettings::default();
+        let identity = crate::tls::Identity::load(&settings)?;
+        let transport = Transport::new(settings.mode, Some(&identity), &[])?;
         let namesrv = bind_namesrv().await?;
         running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
-        start_namesrv(&mut tasks, namesrv, None);
+        start_namesrv(&mut tasks, namesrv, None, transport);
         running.tasks = tasks;
         return Ok(running);
     };
@@ -451,6 +532,9 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     // An embedded name server gets the registration in-process; external ones by TCP.
     let embedded = if config.namesrv_addr.is_empty() { routes.clone() } else { None };
     let broker = tokio::task::spawn_blocking(move || Broker::open(config, embedded)).await??;
+    let mode = broker.config.tls.mode;
+    let identity = if mode == crate::tls::TlsMode::Disabled { None } else { Some(broker.tls_identity()?) };
+    let transport = Transport::new(mode, identity.as_deref(), &[])?;
     let listener = match early {
         Some(l) => l,
         None => self::listen(listen, backlog).map_err(|e| format!("broker cannot listen on {listen}: {e}"))?,
@@ -458,7 +542,13 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     // Clients of RocketMQ 4.4 and older send to the "VIP channel", listenPort - 2.
     let vip = SocketAddr::new(listen.ip(), listen.port().saturating_sub(2));
     match self::listen(vip, backlog) {
-        Ok(l) => tasks.push(tokio::spawn(serve(l, Role::Broker(broker.clone()), idle, shutdown_rx.clone()))),
+        Ok(l) => tasks.push(tokio::spawn(serve(
+            l,
+            Role::Broker(broker.clone()),
+            transport.clone(),
+            idle,
+            shutdown_rx.clone(),
+        ))),
         Err(e) => {
             tracing::warn!(%vip, error = %e, "cannot listen on the VIP port (listenPort - 2); old clients need it")
         }
@@ -467,11 +557,11 @@ pub async fn start(options: ServeOptions) -> Result<Running, BoxError> {
     running.namesrv_addr = namesrv.as_ref().and_then(|(l, _)| l.local_addr().ok());
     // The embedded name server enforces its broker's access control (Java's does none; its
     // clients sign their name-server requests all the same).
-    start_namesrv(&mut tasks, namesrv, Some(Arc::clone(&broker.auth)));
+    start_namesrv(&mut tasks, namesrv, Some(Arc::clone(&broker.auth)), transport.clone());
     tracing::info!(%listen, name = %broker.config.broker_name, cluster = %broker.config.broker_cluster_name,
         data = %data.display(), flush = if broker.config.flush_disk_type_sync { "SYNC_FLUSH" } else { "ASYNC_FLUSH" },
-        "broker listening");
-    tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), idle, shutdown_rx.clone())));
+        tls = ?mode, "broker listening");
+    tasks.push(tokio::spawn(serve(listener, Role::Broker(broker.clone()), transport, idle, shutdown_rx.clone())));
     tasks.push(tokio::spawn(housekeeping(broker.clone(), routes.clone(), shutdown_rx.clone())));
     if broker.config.ha.role.is_master() {
         // The services that write messages of the broker's own run on a master only; a

@@ -387,7 +387,13 @@ async fn idle_connections_are_closed() {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (_tx, rx) = tokio::sync::watch::channel(false);
-    tokio::spawn(serve(listener, Role::Broker(cluster.broker_state.clone()), Duration::from_millis(300), rx));
+    tokio::spawn(serve(
+        listener,
+        Role::Broker(cluster.broker_state.clone()),
+        silo_broker::tls::Transport::plaintext(),
+        Duration::from_millis(300),
+        rx,
+    ));
     let mut c = Client::connect(addr).await;
     let started = std::time::Instant::now();
     assert!(c.next_frame().await.is_none(), "closed without a frame");

@@ -34,6 +34,9 @@ pub struct ClientConfig {
     pub route_ttl: Duration,
     /// Sign every request with these (servers with `authenticationEnabled`).
     pub credentials: Option<Arc<crate::connection::Credentials>>,
+    /// Connect over TLS (servers with `tls.server.mode` permissive or enforcing), to the name
+    /// servers and the brokers alike, as the stock clients do with theirs on.
+    pub tls: Option<crate::tls::Tls>,
 }
 
 impl ClientConfig {
@@ -47,6 +50,7 @@ impl ClientConfig {
             serialize: SerializeType::Json,
             route_ttl: Duration::from_secs(30),
             credentials: None,
+            tls: None,
         }
     }
 }
@@ -144,7 +148,7 @@ impl Client {
         }
         let socket = resolve(addr).await?;
         let config = &self.inner.config;
-        let conn = Connection::connect(socket, config.serialize, config.timeout).await?;
+        let conn = Connection::connect_with(socket, config.serialize, config.timeout, config.tls.as_ref()).await?;
         let conn = Arc::new(conn.signed_with(config.credentials.clone()));
         let mut map = self.lock_connections();
         // Another task may have connected meanwhile: keep one connection per address.

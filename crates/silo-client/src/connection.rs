@@ -18,12 +18,12 @@ use bytes::{Buf, Bytes, BytesMut};
 use silo_wire::frame::{FrameDecoder, encode_frame_head};
 use silo_wire::header::FLAG_ONEWAY;
 use silo_wire::{Frame, RemotingHeader, SerializeType};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::ClientError;
+pub use crate::tls::Tls;
 
 /// Most slices handed to one vectored write (Linux's `IOV_MAX` is 1024).
 const MAX_IOVECS: usize = 256;
@@ -49,25 +49,43 @@ pub struct Connection {
 pub use silo_wire::signature::Credentials;
 
 impl Connection {
-    /// Connects to `addr`, giving up after `timeout`.
+    /// Connects to `addr` in plaintext, giving up after `timeout`.
     pub async fn connect(addr: SocketAddr, serialize: SerializeType, timeout: Duration) -> Result<Self, ClientError> {
-        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
-            .await
-            .map_err(|_| ClientError::Connect {
-                addr: addr.to_string(),
-                reason: format!("no answer within {timeout:?}"),
-            })?
-            .map_err(|e| ClientError::Connect { addr: addr.to_string(), reason: e.to_string() })?;
-        let _ = stream.set_nodelay(true);
-        let local =
-            stream.local_addr().map_err(|e| ClientError::Connect { addr: addr.to_string(), reason: e.to_string() })?;
-        let (reader, writer) = stream.into_split();
-        let (tx, rx) = mpsc::unbounded_channel();
-        let pending: Pending = Arc::default();
-        let closed = Arc::new(AtomicBool::new(false));
-        tokio::spawn(write_loop(writer, rx, closed.clone()));
-        tokio::spawn(read_loop(reader, addr, pending.clone(), closed.clone()));
-        Ok(Self { addr, local, serialize, tx, pending, opaque: AtomicI32::new(1), closed, credentials: None })
+        Self::connect_with(addr, serialize, timeout, None).await
+    }
+
+    /// Connects to `addr`, over TLS if `tls` is given, giving up after `timeout` (the
+    /// handshake included).
+    pub async fn connect_with(
+        addr: SocketAddr,
+        serialize: SerializeType,
+        timeout: Duration,
+        tls: Option<&Tls>,
+    ) -> Result<Self, ClientError> {
+        let failed = |reason: String| ClientError::Connect { addr: addr.to_string(), reason };
+        let connecting = async {
+            let stream = TcpStream::connect(addr).await.map_err(|e| failed(e.to_string()))?;
+            let _ = stream.set_nodelay(true);
+            let local = stream.local_addr().map_err(|e| failed(e.to_string()))?;
+            let (tx, rx) = mpsc::unbounded_channel();
+            let pending: Pending = Arc::default();
+            let closed = Arc::new(AtomicBool::new(false));
+            match tls {
+                None => {
+                    let (reader, writer) = stream.into_split();
+                    tokio::spawn(write_loop(writer, rx, closed.clone()));
+                    tokio::spawn(read_loop(reader, addr, pending.clone(), closed.clone()));
+                }
+                Some(tls) => {
+                    let stream = tls.handshake(addr, stream).await.map_err(|e| failed(format!("TLS: {e}")))?;
+                    let (reader, writer) = tokio::io::split(stream);
+                    tokio::spawn(write_loop(writer, rx, closed.clone()));
+                    tokio::spawn(read_loop(reader, addr, pending.clone(), closed.clone()));
+                }
+            }
+            Ok(Self { addr, local, serialize, tx, pending, opaque: AtomicI32::new(1), closed, credentials: None })
+        };
+        tokio::time::timeout(timeout, connecting).await.map_err(|_| failed(format!("no answer within {timeout:?}")))?
     }
 
     /// Signs every request from now on with `credentials`.
@@ -160,7 +178,11 @@ impl Drop for Connection {
 }
 
 /// Gathers queued frames into vectored writes until the connection is dropped or fails.
-async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<[Bytes; 2]>, closed: Arc<AtomicBool>) {
+async fn write_loop<W: AsyncWrite + Unpin>(
+    mut socket: W,
+    mut rx: mpsc::UnboundedReceiver<[Bytes; 2]>,
+    closed: Arc<AtomicBool>,
+) {
     let mut queue: VecDeque<Bytes> = VecDeque::new();
     while let Some([head, body]) = rx.recv().await {
         queue.push_back(head);
@@ -179,7 +201,12 @@ async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
                 Err(_) => break,
             }
         }
-        if let Err(e) = write_queue(&mut socket, &mut queue).await {
+        // A TLS stream may keep the tail of a write until flushed; a socket's flush does nothing.
+        let written = match write_queue(&mut socket, &mut queue).await {
+            Ok(()) => socket.flush().await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = written {
             tracing::debug!(error = %e, "write failed; closing the connection");
             break;
         }
@@ -188,7 +215,7 @@ async fn write_loop(mut socket: OwnedWriteHalf, mut rx: mpsc::UnboundedReceiver<
     let _ = socket.shutdown().await;
 }
 
-async fn write_queue(socket: &mut OwnedWriteHalf, queue: &mut VecDeque<Bytes>) -> std::io::Result<()> {
+async fn write_queue<W: AsyncWrite + Unpin>(socket: &mut W, queue: &mut VecDeque<Bytes>) -> std::io::Result<()> {
     while !queue.is_empty() {
         let slices: Vec<IoSlice<'_>> = queue.iter().take(MAX_IOVECS).map(|b| IoSlice::new(b)).collect();
         let mut written = socket.write_vectored(&slices).await?;
@@ -212,7 +239,7 @@ async fn write_queue(socket: &mut OwnedWriteHalf, queue: &mut VecDeque<Bytes>) -
 
 /// Hands each response to the request waiting for it; when the connection ends, every waiting
 /// request learns so (its sender is dropped).
-async fn read_loop(mut socket: OwnedReadHalf, addr: SocketAddr, pending: Pending, closed: Arc<AtomicBool>) {
+async fn read_loop<R: AsyncRead + Unpin>(mut socket: R, addr: SocketAddr, pending: Pending, closed: Arc<AtomicBool>) {
     let decoder = FrameDecoder::default();
     let mut buf = BytesMut::with_capacity(64 * 1024);
     'read: loop {

@@ -24,6 +24,9 @@ pub enum ClientError {
     BadAddress(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The TLS setup (a trust file that does not read, say).
+    #[error("TLS: {0}")]
+    Tls(String),
     #[error(transparent)]
     Encode(#[from] EncodeError),
     #[error(transparent)]

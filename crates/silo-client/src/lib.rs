@@ -29,6 +29,7 @@ pub mod error;
 pub mod message;
 pub mod pop;
 pub mod producer;
+pub mod tls;
 
 pub use admin::{Admin, FoundMessage, TopicSpec};
 pub use client::{Client, ClientConfig, TopicRoute};
@@ -38,3 +39,4 @@ pub use error::ClientError;
 pub use message::{Message, MessageQueue, ReceivedMessage};
 pub use pop::{PopConsumer, PopResult, PoppedMessage};
 pub use producer::{Producer, ProducerConfig, SendResult, SendStatus, WritableQueues};
+pub use tls::Tls;

@@ -25,7 +25,6 @@ pub mod send;
 pub mod service;
 pub mod session;
 pub mod status;
-pub mod tls;
 pub mod transaction;
 pub mod validate;
 
@@ -45,7 +44,7 @@ pub enum ServeError {
     #[error("gRPC endpoint cannot listen on {addr}: {source}")]
     Listen { addr: SocketAddr, source: std::io::Error },
     #[error(transparent)]
-    Tls(#[from] tls::TlsError),
+    Tls(#[from] silo_broker::tls::TlsError),
 }
 
 /// A started endpoint.
@@ -64,10 +63,9 @@ pub async fn serve(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Resu
     let listener = silo_broker::server::listen(addr, broker.config.server_socket_backlog)
         .map_err(|source| ServeError::Listen { addr, source })?;
     let addr = listener.local_addr().map_err(|source| ServeError::Listen { addr, source })?;
-    let tls = match settings.tls_mode {
-        TlsMode::Disabled => None,
-        _ => Some(tls::server_config(settings.cert_path.as_deref(), settings.key_path.as_deref())?),
-    };
+    let mode = broker.config.tls.mode;
+    let identity = if mode == TlsMode::Disabled { None } else { Some(broker.tls_identity()?) };
+    let transport = silo_broker::tls::Transport::new(mode, identity.as_deref(), &[b"h2"])?;
     let frontend = Arc::new(Frontend::new(Arc::clone(&broker), settings.clone(), addr));
     broker.set_front_end(Arc::clone(&frontend) as Arc<dyn silo_broker::broker::FrontEnd>);
     let service = service::MessagingService::new(Arc::clone(&frontend));
@@ -84,14 +82,13 @@ pub async fn serve(broker: Arc<Broker>, shutdown: watch::Receiver<bool>) -> Resu
     });
     let task = listener::serve(
         listener,
-        settings.tls_mode,
-        tls,
+        transport,
         service,
         listener::ConnLimits::default(),
         Arc::clone(&frontend.stats),
         shutdown,
     );
-    tracing::info!(%addr, tls = ?settings.tls_mode, "gRPC endpoint listening");
+    tracing::info!(%addr, tls = ?mode, "gRPC endpoint listening");
     Ok(Some(Serving { addr, frontend, task }))
 }
 

@@ -14,19 +14,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use silo_broker::tls::{Accepted, Transport};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
-use tokio_rustls::TlsAcceptor;
-use tokio_rustls::rustls::ServerConfig;
 
 pub use silo_broker::config::TlsMode;
 
 /// How long a new connection may take to send its first byte and finish a TLS handshake.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The first byte of a TLS handshake record.
-const TLS_HANDSHAKE: u8 = 0x16;
 
 /// What a request knows about its connection.
 #[derive(Debug, Clone, Copy)]
@@ -132,8 +128,7 @@ impl Default for ConnLimits {
 /// connection in a task of its own.
 pub fn serve<S>(
     listener: TcpListener,
-    mode: TlsMode,
-    tls: Option<Arc<ServerConfig>>,
+    transport: Transport,
     service: S,
     limits: ConnLimits,
     stats: Arc<ConnStats>,
@@ -149,7 +144,6 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
-    let acceptor = tls.map(TlsAcceptor::from);
     tokio::spawn(async move {
         loop {
             let accepted = tokio::select! {
@@ -166,13 +160,12 @@ where
                 }
             };
             let _ = socket.set_nodelay(true);
-            let acceptor = acceptor.clone();
+            let transport = transport.clone();
             let service = service.clone();
             let stop = shutdown.clone();
             let stats = Arc::clone(&stats);
             tokio::spawn(async move {
-                let conn = match tokio::time::timeout(HANDSHAKE_TIMEOUT, classify(socket, remote, mode, acceptor)).await
-                {
+                let conn = match tokio::time::timeout(HANDSHAKE_TIMEOUT, classify(socket, remote, &transport)).await {
                     Ok(Ok(conn)) => conn,
                     Ok(Err(e)) => {
                         stats.refused_connections.fetch_add(1, Ordering::Relaxed);
@@ -238,25 +231,9 @@ where
     }
 }
 
-async fn classify(
-    socket: TcpStream,
-    remote: SocketAddr,
-    mode: TlsMode,
-    acceptor: Option<TlsAcceptor>,
-) -> io::Result<Conn> {
-    let mut first = [0u8; 1];
-    let n = socket.peek(&mut first).await?;
-    if n == 0 {
-        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed before its first byte"));
-    }
-    let tls = first == [TLS_HANDSHAKE];
-    match (tls, mode, acceptor) {
-        (true, TlsMode::Permissive | TlsMode::Enforcing, Some(acceptor)) => {
-            let stream = acceptor.accept(socket).await?;
-            Ok(Conn::Tls(Box::new(stream), remote))
-        }
-        (false, TlsMode::Disabled | TlsMode::Permissive, _) => Ok(Conn::Plain(socket, remote)),
-        (true, _, _) => Err(io::Error::new(io::ErrorKind::InvalidData, "TLS is disabled on this port")),
-        (false, _, _) => Err(io::Error::new(io::ErrorKind::InvalidData, "plaintext refused: TLS is enforced")),
-    }
+async fn classify(socket: TcpStream, remote: SocketAddr, transport: &Transport) -> io::Result<Conn> {
+    Ok(match transport.accept(socket).await? {
+        Accepted::Plain(socket) => Conn::Plain(socket, remote),
+        Accepted::Tls(stream) => Conn::Tls(stream, remote),
+    })
 }

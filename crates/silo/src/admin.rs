@@ -110,7 +110,14 @@ async fn admin(args: AdminArgs) -> anyhow::Result<()> {
     let admin = Admin::new(args.namesrv.client());
     let mut out = std::io::stdout().lock();
     let json = args.json;
-    let hint = || format!("cannot reach the name server at {} (is it running?)", args.namesrv.namesrv);
+    let hint = || {
+        let tls = if args.namesrv.credentials.tls.is_some() || args.namesrv.credentials.tls_ca.is_some() {
+            ""
+        } else {
+            "; if it takes TLS only, add --tls"
+        };
+        format!("cannot reach the name server at {} (is it running?{tls})", args.namesrv.namesrv)
+    };
     match args.command {
         AdminCommand::Topic { command } => match command {
             TopicCommand::Create { topic, queues, cluster, broker, perm, order } => {

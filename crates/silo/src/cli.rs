@@ -15,12 +15,13 @@ pub struct NamesrvArg {
 impl NamesrvArg {
     pub fn client(&self) -> Client {
         let mut config = ClientConfig::new(&self.namesrv);
-        config.credentials = self.credentials.credentials();
+        self.credentials.apply(&mut config);
         Client::new(config)
     }
 }
 
-/// Who the requests are signed by, for a broker with authentication on.
+/// Who the requests are signed by, for a broker with authentication on, and whether they go
+/// over TLS.
 #[derive(Args, Clone, Default)]
 pub struct CredentialArgs {
     /// Access key (user name) to sign requests with.
@@ -29,15 +30,38 @@ pub struct CredentialArgs {
     /// Secret key (password) of the access key.
     #[arg(long, env = "SILO_SECRET_KEY", hide_env_values = true, requires = "access_key")]
     pub secret_key: Option<String>,
+    /// Connect over TLS, without checking the server's certificate (as the stock clients do by
+    /// default).
+    #[arg(long, num_args = 0, default_missing_value = "", value_parser = parse_tls)]
+    pub tls: Option<silo_client::Tls>,
+    /// Connect over TLS to servers whose certificate chains to one in this PEM file and names
+    /// the address connected to.
+    #[arg(long, value_name = "PEM_FILE", conflicts_with = "tls", value_parser = parse_tls)]
+    pub tls_ca: Option<silo_client::Tls>,
+}
+
+/// `--tls` (no value: unverified) and `--tls-ca FILE` (verified).
+fn parse_tls(ca: &str) -> Result<silo_client::Tls, String> {
+    let tls = if ca.is_empty() { silo_client::Tls::unverified() } else { silo_client::Tls::trusting(ca.as_ref()) };
+    tls.map_err(|e| e.to_string())
 }
 
 impl std::fmt::Debug for CredentialArgs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CredentialArgs").field("access_key", &self.access_key).finish_non_exhaustive()
+        f.debug_struct("CredentialArgs")
+            .field("access_key", &self.access_key)
+            .field("tls", &(self.tls.is_some() || self.tls_ca.is_some()))
+            .finish_non_exhaustive()
     }
 }
 
 impl CredentialArgs {
+    /// Sets `config`'s credentials and TLS from these.
+    pub fn apply(&self, config: &mut ClientConfig) {
+        config.credentials = self.credentials();
+        config.tls = self.tls_ca.clone().or_else(|| self.tls.clone());
+    }
+
     /// The credentials, if both keys were given.
     pub fn credentials(&self) -> Option<std::sync::Arc<Credentials>> {
         match (&self.access_key, &self.secret_key) {

@@ -41,6 +41,11 @@ pub struct ServeArgs {
     /// Serve no gRPC endpoint.
     #[arg(long, conflicts_with = "grpc_port")]
     no_grpc: bool,
+    /// TLS on every port: disabled, permissive (TLS and plaintext on one port, the default) or
+    /// enforcing (tls.server.mode; the certificate is tls.server.certPath/keyPath, or one made
+    /// at start).
+    #[arg(long, value_name = "MODE")]
+    tls_mode: Option<String>,
     /// Any other broker.conf key, as key=value; may repeat.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -109,6 +114,9 @@ fn broker_config(args: &ServeArgs) -> anyhow::Result<BrokerConfig> {
     }
     if args.no_grpc {
         set("grpcServerPort", "-1")?;
+    }
+    if let Some(v) = &args.tls_mode {
+        set("tls.server.mode", v)?;
     }
     for kv in &args.set {
         let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv}: expected KEY=VALUE"))?;

@@ -27,7 +27,7 @@ pub async fn endpoint(set: &[(&str, &str)]) -> Endpoint {
     let mut options = ServeOptions::local(dir.path());
     let config = options.broker.as_mut().unwrap();
     config.grpc.port = Some(0);
-    config.grpc.tls_mode = silo_broker::config::TlsMode::Disabled;
+    config.tls.mode = silo_broker::config::TlsMode::Disabled;
     // Small segments: tests run side by side on one disk.
     config.mapped_file_size_commit_log = 16 << 20;
     for (k, v) in set {

@@ -400,7 +400,7 @@ fn histogram() -> Histogram<u64> {
 fn client_config(common: &Common) -> ClientConfig {
     let mut config = ClientConfig::new(&common.namesrv);
     config.timeout = Duration::from_millis(common.timeout_ms);
-    config.credentials = common.credentials.credentials();
+    common.credentials.apply(&mut config);
     config
 }
 

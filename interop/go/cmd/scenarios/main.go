@@ -37,6 +37,7 @@ type config struct {
 	grace   time.Duration
 	verbose bool
 	dump    int
+	tls     bool
 }
 
 var scenarios = map[string]func(config) (string, []string){
@@ -49,7 +50,7 @@ var scenarios = map[string]func(config) (string, []string){
 var order = []string{"produce-consume", "tag-filter", "transaction", "sql-filter"}
 
 func usage(w io.Writer) {
-	fmt.Fprintf(w, "usage: scenarios SCENARIO --namesrv HOST:PORT [--count N] [--timeout DURATION] [--grace DURATION] [--verbose] [--dump N]\n")
+	fmt.Fprintf(w, "usage: scenarios SCENARIO --namesrv HOST:PORT [--count N] [--timeout DURATION] [--grace DURATION] [--verbose] [--dump N] [--tls]\n")
 	fmt.Fprintf(w, "scenarios: %s, all\n", strings.Join(order, ", "))
 }
 
@@ -68,6 +69,7 @@ func main() {
 	fs.DurationVar(&cfg.grace, "grace", 3*time.Second, "how long to keep consuming after the last expected message, to catch duplicates and strays")
 	fs.BoolVar(&cfg.verbose, "verbose", false, "keep the client's warnings (default: errors only)")
 	fs.IntVar(&cfg.dump, "dump", 0, "print the first N SendResults and deliveries in full")
+	fs.BoolVar(&cfg.tls, "tls", false, "connect to the name server and the brokers over TLS (the client does not check the certificate)")
 	if err := fs.Parse(os.Args[2:]); err != nil {
 		usage(os.Stderr)
 		os.Exit(2)

@@ -100,6 +100,7 @@ func newProducer(cfg config, group string) (rocketmq.Producer, error) {
 		producer.WithNsResolver(primitive.NewPassthroughResolver([]string{cfg.namesrv})),
 		producer.WithGroupName(group),
 		producer.WithRetry(2),
+		producer.WithTls(cfg.tls),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("NewProducer: %w", err)
@@ -316,6 +317,7 @@ func consumeAll(cfg config, topic, group string, sel consumer.MessageSelector, c
 		// Hand each pulled run of messages to one callback, so the order inside a callback is
 		// the order in which the broker returned them.
 		consumer.WithConsumeMessageBatchMaxSize(32),
+		consumer.WithTls(cfg.tls),
 	)
 	if err != nil {
 		return st, []string{fmt.Sprintf("NewPushConsumer: %v", err)}

@@ -113,7 +113,7 @@ func (l *txListener) ExecuteLocalTransaction(m *primitive.Message) primitive.Loc
 	case planRollback:
 		return primitive.RollbackMessageState
 	}
-	return primitive.UnknowState
+	return primitive.UnkonwnState
 }
 
 func (l *txListener) CheckLocalTransaction(m *primitive.MessageExt) primitive.LocalTransactionState {
@@ -162,7 +162,7 @@ func wantState(plan string) primitive.LocalTransactionState {
 	case planRollback:
 		return primitive.RollbackMessageState
 	}
-	return primitive.UnknowState
+	return primitive.UnkonwnState
 }
 
 // sendInTransaction sends one half message; the listener decides inside the call.
@@ -206,6 +206,7 @@ func transaction(cfg config) (string, []string) {
 		// its producer group, only in the first producer or consumer of an instance.
 		producer.WithInstanceName("GoInteropTx_"+run),
 		producer.WithRetry(2),
+		producer.WithTls(cfg.tls),
 	)
 	if err != nil {
 		return details, []string{fmt.Sprintf("NewTransactionProducer: %v", err)}

@@ -60,7 +60,7 @@ public final class Scenarios {
         System.err.println("error: " + why);
         System.err.println("usage: Scenarios SCENARIO --namesrv HOST:PORT [--topic T] [--group G] [--count N]"
             + " [--suffix S] [--timeout SECONDS] [--settle-ms MS] [--phase send|consume|fill|resume --state FILE]"
-            + " [--codes-file FILE] [--strict true] [--body-size BYTES] [--resume-count N]");
+            + " [--codes-file FILE] [--strict true] [--body-size BYTES] [--resume-count N] [--tls true]");
         System.err.println("scenarios: " + String.join(" ", SCENARIOS.keySet()));
         System.exit(2);
     }
@@ -79,6 +79,11 @@ public final class Scenarios {
         }
         if (!SCENARIOS.containsKey(name)) {
             usage("unknown scenario " + name);
+        }
+        // --tls true: every client connects over TLS, as `-Dtls.enable=true` makes the stock
+        // clients do (read once, when the client's TLS settings class loads: so before any).
+        if ("true".equals(opts.get("tls"))) {
+            System.setProperty("tls.enable", "true");
         }
         if (opts.get("namesrv") == null) {
             usage("--namesrv is required");
