@@ -104,6 +104,20 @@ mod tests {
     }
 
     #[test]
+    fn config_files_and_their_backups_are_readable_by_their_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("auth.json");
+        std::fs::write(&path, b"{}").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        write_atomic(&RealFs, &path, b"{\"users\":[]}").unwrap();
+        for p in [path.clone(), with_suffix(&path, ".bak")] {
+            let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode, 0o600, "{}", p.display());
+        }
+    }
+
+    #[test]
     fn java_written_files_with_bare_keys_are_read() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("consumerOffset.json");

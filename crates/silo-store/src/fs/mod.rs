@@ -106,7 +106,8 @@ pub trait Fs: Send + Sync + Debug {
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     /// Reads from `offset` into `buf`; returns how many bytes were there.
     fn read_at(&self, path: &Path, buf: &mut [u8], offset: u64) -> io::Result<usize>;
-    /// Creates or truncates `path`, writes `bytes` and syncs the file.
+    /// Creates or truncates `path` (readable by its owner only), writes `bytes` and syncs the
+    /// file.
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()>;
     /// Writes `bytes` at `offset` of an existing file and syncs its data.
     fn write_at_synced(&self, path: &Path, bytes: &[u8], offset: u64) -> io::Result<()>;

@@ -81,7 +81,13 @@ impl Fs for RealFs {
     }
 
     fn write_synced(&self, path: &Path, bytes: &[u8]) -> io::Result<()> {
-        let mut f = OpenOptions::new().write(true).create(true).truncate(true).open(path)?;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        // Owner-only: these are the store's metadata files, and `config/auth.json` holds the
+        // users' secret keys. A file created before (by an older version) is narrowed too.
+        let mut f = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+        if f.metadata()?.permissions().mode() & 0o077 != 0 {
+            f.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
         f.write_all(bytes)?;
         f.sync_all()
     }
