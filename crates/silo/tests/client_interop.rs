@@ -23,6 +23,23 @@ fn free_port() -> u16 {
     common::free_server_port()
 }
 
+/// Each thread of process `pid`: its name, state and where in the kernel it waits.
+fn threads(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return "(gone)".into() };
+    let mut out = String::new();
+    for task in tasks.flatten() {
+        let p = task.path();
+        let read = |f: &str| std::fs::read_to_string(p.join(f)).unwrap_or_default();
+        let stat = read("stat");
+        let state = stat.rsplit(") ").next().and_then(|s| s.split_whitespace().next()).unwrap_or("?").to_owned();
+        out.push_str(&format!("  {} {state} {}\n", read("comm").trim(), read("wchan").trim()));
+        for line in read("stack").lines().take(6) {
+            out.push_str(&format!("      {line}\n"));
+        }
+    }
+    out
+}
+
 struct Silo {
     child: Child,
     data: PathBuf,
@@ -44,6 +61,8 @@ impl Silo {
             .args(["--set", "transactionCheckMax=60"])
             // The timers scenario recalls a message (off by default, as in Java).
             .args(["--set", "recallMessageEnable=true"])
+            // The store's own steps too: a start that does not finish in time says where it was.
+            .env("SILO_LOG", "info,silo_store=debug")
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
@@ -56,7 +75,12 @@ impl Silo {
                 if let Some(status) = silo.child.try_wait().unwrap() {
                     panic!("silo exited ({status}) before listening on {addr}; its log:\n{}", log());
                 }
-                assert!(Instant::now() < deadline, "silo did not start listening on {addr}; its log:\n{}", log());
+                assert!(
+                    Instant::now() < deadline,
+                    "silo did not start listening on {addr}; its threads:\n{}\nits log:\n{}",
+                    threads(silo.child.id()),
+                    log()
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
         }

@@ -158,10 +158,7 @@ impl Inner {
         report.truncated_bytes = segments
             .iter()
             .filter(|s| s.end() as i64 > end)
-            .map(|s| {
-                let from = (end - s.start() as i64).max(0) as usize;
-                s.all_bytes().get(from..).map_or(0, |b| b.iter().rposition(|x| *x != 0).map_or(0, |p| p + 1)) as u64
-            })
+            .map(|s| nonzero_run(s.all_bytes(), (end - s.start() as i64).max(0) as usize))
             .sum();
         let _ = last;
         self.writer.commit_log.truncate_to(end)?;
@@ -235,5 +232,37 @@ impl Inner {
             }
         }
         state.current = self.writer.commit_log.last_segment();
+    }
+}
+
+/// How many bytes from `from` on hold data before the segment's zeros begin: the bytes a
+/// recovery cuts. Scanned a chunk at a time up to the first chunk of zeros only, so a restart
+/// reads what lies past the log's end, never the whole (mostly unwritten) segment.
+fn nonzero_run(bytes: &[u8], from: usize) -> u64 {
+    const CHUNK: usize = 64 * 1024;
+    let mut last_nonzero = None;
+    for (i, chunk) in bytes.get(from..).unwrap_or_default().chunks(CHUNK).enumerate() {
+        match chunk.iter().rposition(|b| *b != 0) {
+            Some(p) => last_nonzero = Some(i * CHUNK + p),
+            None => break,
+        }
+    }
+    last_nonzero.map_or(0, |p| p as u64 + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nonzero_run;
+
+    #[test]
+    fn the_cut_tail_is_measured_up_to_the_first_run_of_zeros() {
+        let mut seg = vec![0u8; 1 << 20];
+        assert_eq!(nonzero_run(&seg, 100), 0);
+        seg[100..150].fill(7);
+        seg[70_000] = 1; // past a gap shorter than a chunk: still part of the torn tail
+        assert_eq!(nonzero_run(&seg, 100), 70_000 - 100 + 1);
+        seg[900_000] = 1; // beyond a whole chunk of zeros: not looked at
+        assert_eq!(nonzero_run(&seg, 100), 70_000 - 100 + 1);
+        assert_eq!(nonzero_run(&seg, 2 << 20), 0);
     }
 }
