@@ -83,6 +83,8 @@ pub struct Broker {
     front_end: std::sync::OnceLock<Arc<dyn FrontEnd>>,
     /// Who may call, and what they may do (`config/auth.json`).
     pub auth: Arc<crate::auth::Auth>,
+    /// Counters for Prometheus (`metricsExporterType=PROM`), kept whether or not exported.
+    pub metrics: crate::metrics::Metrics,
     /// The certificate every TLS port serves, loaded (or generated) by the first port that
     /// needs it.
     tls_identity: std::sync::Mutex<Option<Arc<crate::tls::Identity>>>,
@@ -142,6 +144,7 @@ impl Broker {
             ha_links: crate::ha::HaLinks::default(),
             auth: Arc::new(auth),
             tls_identity: std::sync::Mutex::new(None),
+            metrics: crate::metrics::Metrics::default(),
         });
         broker.load_transactions();
         broker.load_pops();

@@ -54,8 +54,17 @@ struct Group {
     consume_from_where: String,
 }
 
-/// A producer group's members: client id -> (channel, last heartbeat).
-type ProducerGroup = BTreeMap<String, (Channel, Instant)>;
+/// A producer group's members: client id -> (channel, last heartbeat, language and version).
+type ProducerGroup = BTreeMap<String, (Channel, Instant, (LanguageCode, i32))>;
+
+/// Connected clients counted as Apache's connection gauges label them.
+#[derive(Debug, Default)]
+pub struct ConnectionCounts {
+    /// (language, version) -> producers.
+    pub producers: BTreeMap<(LanguageCode, i32), u64>,
+    /// (group, consume type, language, version) -> consumers.
+    pub consumers: BTreeMap<(String, String, LanguageCode, i32), u64>,
+}
 
 #[derive(Debug, Default)]
 struct State {
@@ -125,10 +134,28 @@ impl ClientRegistry {
     }
 
     /// Registers (or refreshes) a producer of `group` from a heartbeat.
-    pub fn register_producer(&self, client_id: &str, group: &str, channel: &Channel) {
+    pub fn register_producer(&self, client_id: &str, group: &str, channel: &Channel, sender: (LanguageCode, i32)) {
         let mut s = self.lock();
         let members = s.producers.entry(group.to_owned()).or_default();
-        members.insert(client_id.to_owned(), (channel.clone(), Instant::now()));
+        members.insert(client_id.to_owned(), (channel.clone(), Instant::now(), sender));
+    }
+
+    /// Producers and consumers connected now, by what Apache labels them with.
+    pub fn connection_counts(&self) -> ConnectionCounts {
+        let s = self.lock();
+        let mut counts = ConnectionCounts::default();
+        for (_, (channel, _, sender)) in s.producers.values().flatten() {
+            if !channel.is_closed() {
+                *counts.producers.entry(*sender).or_default() += 1;
+            }
+        }
+        for (name, g) in &s.groups {
+            for m in g.members.values().filter(|m| !m.channel.is_closed()) {
+                let key = (name.clone(), g.consume_type.clone(), m.language, m.version);
+                *counts.consumers.entry(key).or_default() += 1;
+            }
+        }
+        counts
     }
 
     pub fn unregister_producer(&self, client_id: &str, group: &str) {
@@ -145,7 +172,8 @@ impl ClientRegistry {
     /// the members (`turn` picks which), so that check-backs spread over them.
     pub fn producer_channel(&self, group: &str, turn: usize) -> Option<Channel> {
         let s = self.lock();
-        let live: Vec<&Channel> = s.producers.get(group)?.values().map(|(c, _)| c).filter(|c| !c.is_closed()).collect();
+        let live: Vec<&Channel> =
+            s.producers.get(group)?.values().map(|(c, _, _)| c).filter(|c| !c.is_closed()).collect();
         let n = live.len();
         (n > 0).then(|| live.get(turn % n).map(|c| (*c).clone())).flatten()
     }
@@ -153,7 +181,7 @@ impl ClientRegistry {
     /// The channel of a connected client (producer or consumer), by client id.
     pub fn client_channel(&self, client_id: &str) -> Option<Channel> {
         let s = self.lock();
-        let producer = s.producers.values().filter_map(|m| m.get(client_id)).map(|(c, _)| c);
+        let producer = s.producers.values().filter_map(|m| m.get(client_id)).map(|(c, _, _)| c);
         let consumer = s.groups.values().filter_map(|g| g.members.get(client_id)).map(|m| &m.channel);
         producer.chain(consumer).find(|c| !c.is_closed()).cloned()
     }
@@ -175,7 +203,7 @@ impl ClientRegistry {
     pub fn channel_closed(&self, channel_id: u64) -> Vec<Changed> {
         let mut s = self.lock();
         for members in s.producers.values_mut() {
-            members.retain(|_, (c, _)| c.id != channel_id);
+            members.retain(|_, (c, _, _)| c.id != channel_id);
         }
         s.producers.retain(|_, m| !m.is_empty());
         let mut changed = Vec::new();
@@ -193,7 +221,7 @@ impl ClientRegistry {
     pub fn expire(&self, now: Instant) -> Vec<Changed> {
         let mut s = self.lock();
         for members in s.producers.values_mut() {
-            members.retain(|_, (_, seen)| now.duration_since(*seen) <= CLIENT_EXPIRY);
+            members.retain(|_, (_, seen, _)| now.duration_since(*seen) <= CLIENT_EXPIRY);
         }
         s.producers.retain(|_, m| !m.is_empty());
         let mut changed = Vec::new();

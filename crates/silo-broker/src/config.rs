@@ -67,6 +67,8 @@ pub struct BrokerConfig {
     pub grpc: GrpcSettings,
     /// `tls.server.*`: TLS on every port (remoting, the embedded name server, gRPC).
     pub tls: TlsSettings,
+    /// `metricsExporterType`, `metricsPromExporterHost`, `metricsPromExporterPort`.
+    pub metrics: MetricsSettings,
     /// `authenticationEnabled`, `initAuthenticationUser`: who may call (the gRPC endpoint checks
     /// every request's signature when enabled).
     pub auth: AuthSettings,
@@ -116,6 +118,7 @@ impl Default for BrokerConfig {
             pop: crate::core::pop::PopConfig::default(),
             grpc: GrpcSettings::default(),
             tls: TlsSettings::default(),
+            metrics: MetricsSettings::default(),
             auth: AuthSettings::default(),
             ha: crate::ha::HaSettings::default(),
             clock: silo_store::clock::system(),
@@ -124,6 +127,24 @@ impl Default for BrokerConfig {
 }
 
 pub use crate::tls::{TlsMode, TlsSettings};
+
+/// Where the broker's metrics go, with Apache RocketMQ 5.x's keys: off by default, as there.
+#[derive(Debug, Clone)]
+pub struct MetricsSettings {
+    /// `metricsExporterType=PROM`: a Prometheus endpoint (`DISABLE`, the default: none).
+    pub prometheus: bool,
+    /// `metricsPromExporterHost`: the endpoint's address (default `brokerIP1`, which is
+    /// loopback unless configured).
+    pub host: Option<std::net::IpAddr>,
+    /// `metricsPromExporterPort` (5557; 0 takes a free port).
+    pub port: u16,
+}
+
+impl Default for MetricsSettings {
+    fn default() -> Self {
+        Self { prometheus: false, host: None, port: 5557 }
+    }
+}
 
 /// The gRPC endpoint's keys. Apache's proxy takes the same names in its own config file; here
 /// they are broker.conf keys, since the broker serves the endpoint itself.
@@ -343,6 +364,40 @@ impl BrokerConfig {
                 let port: i32 = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?;
                 self.grpc.port = if port < 0 { None } else { Some(u16::try_from(port).map_err(|e| e.to_string())?) };
             }
+            "metricsExporterType" => {
+                self.metrics.prometheus = match v.to_ascii_uppercase().as_str() {
+                    "PROM" => true,
+                    "DISABLE" | "" => false,
+                    other => return Err(format!("{other}: Silo exports PROM (Prometheus) or DISABLE")),
+                }
+            }
+            "metricsPromExporterHost" => {
+                self.metrics.host = if v.is_empty() {
+                    None
+                } else {
+                    Some(v.parse().map_err(|e: std::net::AddrParseError| e.to_string())?)
+                }
+            }
+            "metricsPromExporterPort" => {
+                self.metrics.port = v.parse().map_err(|e: std::num::ParseIntError| e.to_string())?
+            }
+            // Apache's other metrics switches: every group of metrics is on.
+            "metricsLabel"
+            | "metricsInDelta"
+            | "metricsExportBatchSize"
+            | "metricsGrpcExporterTarget"
+            | "metricsGrpcExporterHeader"
+            | "metricGrpcExporterTimeOutInMills"
+            | "metricGrpcExporterIntervalInMills"
+            | "metricLoggingExporterIntervalInMills"
+            | "enableRemotingMetrics"
+            | "enableMessageStoreMetrics"
+            | "enablePopMetrics"
+            | "enableConnectionMetrics"
+            | "enableTransactionMetrics"
+            | "enableStatsMetrics"
+            | "enableRequestMetrics"
+            | "enableLagAndDlqMetrics" => {}
             "tls.server.mode" => self.tls.mode = v.parse()?,
             "tls.server.certPath" => self.tls.cert_path = (!v.is_empty()).then(|| PathBuf::from(v)),
             "tls.server.keyPath" => self.tls.key_path = (!v.is_empty()).then(|| PathBuf::from(v)),

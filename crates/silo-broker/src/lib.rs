@@ -14,6 +14,7 @@ pub mod connection;
 pub mod core;
 pub mod groups;
 pub mod ha;
+pub mod metrics;
 pub mod namesrv;
 pub mod offsets;
 pub mod pop_revive;

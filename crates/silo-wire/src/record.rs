@@ -61,6 +61,20 @@ pub const fn store_timestamp_offset(sys_flag: i32) -> usize {
     if sys_flag & sys_flag::BORNHOST_V6 != 0 { offsets::BORN_HOST + 20 } else { offsets::BORN_HOST + 8 }
 }
 
+/// The body length of an encoded record (`None` if `record` is too short to hold it): what
+/// delivery counters add up, read without decoding the record.
+#[must_use]
+pub fn body_len(record: &[u8]) -> Option<usize> {
+    let be_i32 = |at: usize| -> Option<i32> {
+        let b = record.get(at..at.checked_add(4)?)?;
+        Some(i32::from_be_bytes([*b.first()?, *b.get(1)?, *b.get(2)?, *b.get(3)?]))
+    };
+    let sys_flag = be_i32(offsets::SYS_FLAG)?;
+    let store_host = store_timestamp_offset(sys_flag).checked_add(8)?;
+    let at = store_host.checked_add(host_len(sys_flag & sys_flag::STOREHOST_V6 != 0))?.checked_add(4 + 8)?;
+    usize::try_from(be_i32(at)?).ok()
+}
+
 const fn host_len(v6: bool) -> usize {
     if v6 { 20 } else { 8 }
 }
@@ -454,6 +468,8 @@ mod tests {
         assert_eq!(rec.tags_code(), 2_598_919);
         assert!(rec.body_crc_matches());
         assert_eq!(store_timestamp_offset(rec.meta.sys_flag), 56);
+        assert_eq!(body_len(&out), Some(5));
+        assert_eq!(body_len(&out[..90]), None);
     }
 
     #[test]

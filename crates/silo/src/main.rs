@@ -7,6 +7,7 @@ mod bench;
 mod cli;
 mod consume;
 mod decode;
+mod metrics_endpoint;
 mod produce;
 mod serve;
 

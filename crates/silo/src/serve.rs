@@ -147,6 +147,15 @@ pub fn run(args: ServeArgs, mode: Mode) -> anyhow::Result<()> {
     runtime.block_on(async move {
         let mut running =
             start(ServeOptions { namesrv, broker: Some(config) }).await.map_err(|e| anyhow::anyhow!("{e}"))?;
+        if let Some(broker) = running.broker.clone().filter(|b| b.config.metrics.prometheus) {
+            match crate::metrics_endpoint::start(broker, running.shutdown_signal()).await {
+                Ok((_, task)) => running.add_task(task),
+                Err(e) => {
+                    let _ = running.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
         if let Some(broker) = running.broker.clone() {
             match silo_grpc::serve(broker, running.shutdown_signal()).await {
                 Ok(Some(serving)) => running.add_task(serving.task),

@@ -44,7 +44,13 @@ pub fn broker_request(broker: &Arc<Broker>, conn: &mut ConnState, channel: &Chan
         });
         return None;
     }
-    let out = handler(broker, conn, channel, frame)?;
+    let started = std::time::Instant::now();
+    let out = handler(broker, conn, channel, frame);
+    // Answered now (an answer that waits, for a long poll say, is not timed).
+    if let Some(out) = &out {
+        broker.metrics.called(code, out.header.code, oneway, started.elapsed());
+    }
+    let out = out?;
     if out.header.code != rs::SUCCESS {
         tracing::debug!(request = code, response = out.header.code, remark = ?out.header.remark, "request refused");
     }

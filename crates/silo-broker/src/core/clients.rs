@@ -26,7 +26,7 @@ impl Broker {
         sender: (LanguageCode, i32),
     ) -> Result<(), BrokerError> {
         for producer in producers {
-            self.clients.register_producer(client_id, &producer.group_name, channel);
+            self.clients.register_producer(client_id, &producer.group_name, channel, sender);
         }
         let mut changed = Vec::new();
         for consumer in consumers {

@@ -170,6 +170,7 @@ impl Broker {
         };
         if status == PullStatus::Found {
             self.stats.get_messages.fetch_add(r.messages.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            self.metrics.delivered(req.topic, req.group, r.messages.iter().map(|m| &m[..]));
         }
         Pulled {
             status,

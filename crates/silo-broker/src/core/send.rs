@@ -19,6 +19,7 @@ use silo_wire::record::{Decoded, decode_record};
 
 use super::BrokerError;
 use crate::broker::{Broker, ConnState};
+use crate::metrics::MessageType;
 use crate::topics::{PERM_INHERIT, PERM_READ, PERM_WRITE, SCHEDULE_TOPIC, TopicManager, TopicQueues, topic_config};
 
 /// Longest user topic (retry and DLQ topics may be longer, up to 255).
@@ -403,17 +404,32 @@ impl Broker {
         }
         let named = req.topic;
         let mut generated_key = None;
+        let (mut kind, mut bytes) = (
+            match plan.destination {
+                Destination::Half => MessageType::Transaction,
+                Destination::Delayed { .. } | Destination::Timer { .. } => MessageType::Delay,
+                _ => MessageType::Normal,
+            },
+            0u64,
+        );
         let (append, count) = match &mut req.messages {
             Messages::Batch(msgs) => {
                 // A batch is never dead-lettered or delayed: it goes to the topic it names.
                 for m in msgs.iter_mut() {
                     m.topic = named;
                     m.queue_id = queue_id;
+                    bytes += m.body.len() as u64;
                 }
                 (self.store.append_batch(&mut conn.appender, msgs)?, msgs.len())
             }
             Messages::One(payload) => {
                 let payload = *payload;
+                bytes = payload.body.len() as u64;
+                if kind == MessageType::Normal
+                    && PropertiesView::from_valid(payload.properties).get(keys::SHARDING_KEY).is_some()
+                {
+                    kind = MessageType::Fifo;
+                }
                 let generated;
                 let add_uniq = if plan.generate_unique_key {
                     generated = offset_msg_id(req.born_host, req.born_timestamp ^ self.store.commit_log_range().1);
@@ -480,6 +496,7 @@ impl Broker {
             }
         };
         self.stats.put_messages.fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
+        self.metrics.sent(named, kind, count as u64, bytes);
         Ok(Sent { append, count, generated_key })
     }
 

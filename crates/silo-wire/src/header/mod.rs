@@ -48,7 +48,7 @@ impl SerializeType {
 }
 
 /// The sender's language (docs/protocol.md §1.6). JSON headers carry the name, binary headers the code.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct LanguageCode(pub u8);
 
 const LANGUAGE_NAMES: [&str; 14] = [

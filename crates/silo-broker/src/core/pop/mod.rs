@@ -485,6 +485,7 @@ impl Broker {
             }
             wire_pop::push_start_offset(&mut infos.start, mark, queue_id, offset);
             self.stats.get_messages.fetch_add(r.messages.len() as u64, Ordering::Relaxed);
+            self.metrics.delivered(topic, req.group, r.messages.iter().map(|m| &m[..]));
             if out.messages.is_empty() {
                 out.messages = std::mem::take(&mut r.messages);
             } else {
