@@ -167,42 +167,38 @@ impl Metrics {
     /// The counters in Prometheus' text format, each series labelled with `common`
     /// (`cluster`, `node_type`, `node_id`).
     pub fn render_counters(&self, out: &mut String, common: &str) {
-        header(out, "rocketmq_messages_in_total", "counter");
         let topics = read(&self.topics);
         let mut sorted: Vec<_> = topics.iter().collect();
         sorted.sort_by(|a, b| a.0.cmp(b.0));
-        let each = |out: &mut String, name: &str, value: &dyn Fn(&Incoming) -> u64| {
-            for (topic, t) in &sorted {
-                for (kind, c) in MessageType::ALL.iter().zip(&t.0) {
-                    if c.messages.load(Relaxed) > 0 {
-                        let labels = format!(
-                            "{common},is_system=\"{}\",message_type=\"{}\",topic=\"{}\"",
-                            is_system(topic),
-                            kind.label(),
-                            escape(topic)
-                        );
-                        let _ = writeln!(out, "{name}{{{labels}}} {}", value(c));
-                    }
-                }
-            }
-        };
-        each(out, "rocketmq_messages_in_total", &|c| c.messages.load(Relaxed));
-        header(out, "rocketmq_throughput_in_total", "counter");
-        each(out, "rocketmq_throughput_in_total", &|c| c.bytes.load(Relaxed));
-        header(out, "rocketmq_message_size", "histogram");
-        for (topic, t) in &sorted {
-            for (kind, c) in MessageType::ALL.iter().zip(&t.0) {
-                if c.messages.load(Relaxed) > 0 {
-                    let labels = format!(
-                        "{common},is_system=\"{}\",message_type=\"{}\",topic=\"{}\"",
-                        is_system(topic),
-                        kind.label(),
-                        escape(topic)
-                    );
-                    c.size.render(out, "rocketmq_message_size", &labels, &SIZE_BOUNDS);
-                }
+        // Each topic and type that was sent, with its labels, once for the three families.
+        let series: Vec<(String, &Incoming)> = sorted
+            .iter()
+            .flat_map(|(topic, t)| MessageType::ALL.iter().zip(&t.0).map(move |(kind, c)| (topic, kind, c)))
+            .filter(|(_, _, c)| c.messages.load(Relaxed) > 0)
+            .map(|(topic, kind, c)| {
+                let labels = format!(
+                    "{common},is_system=\"{}\",message_type=\"{}\",topic=\"{}\"",
+                    is_system(topic),
+                    kind.label(),
+                    escape(topic)
+                );
+                (labels, c)
+            })
+            .collect();
+        for (name, value) in [
+            ("rocketmq_messages_in_total", (|c: &Incoming| c.messages.load(Relaxed)) as fn(&Incoming) -> u64),
+            ("rocketmq_throughput_in_total", |c: &Incoming| c.bytes.load(Relaxed)),
+        ] {
+            header(out, name, "counter");
+            for (labels, c) in &series {
+                let _ = writeln!(out, "{name}{{{labels}}} {}", value(c));
             }
         }
+        header(out, "rocketmq_message_size", "histogram");
+        for (labels, c) in &series {
+            c.size.render(out, "rocketmq_message_size", labels, &SIZE_BOUNDS);
+        }
+        drop(series);
         drop(topics);
         let deliveries = read(&self.deliveries);
         let mut rows: Vec<(&str, &str, &Delivered)> =
