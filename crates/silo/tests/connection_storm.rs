@@ -15,9 +15,9 @@ use common::SiloServer;
 use silo_wire::codes::request;
 
 const CONNECTIONS: usize = 10_000;
-/// What one idle connection may cost the broker: its two tasks and its channel (about 7.5 KiB
+/// What one idle connection may cost the broker: its two tasks and its channel (about 2.6 KiB
 /// measured; it holds no read buffer until bytes arrive).
-const IDLE_CONNECTION_BUDGET: u64 = 12 * 1024;
+const IDLE_CONNECTION_BUDGET: u64 = 6 * 1024;
 
 /// Room for the connections on both ends: the soft limit on open files up to the hard one.
 fn raise_open_files_limit() {
@@ -44,7 +44,20 @@ fn ten_thousand_connects_at_once_each_complete_well_under_a_second() {
     let before = silo.anonymous_memory();
 
     let broker = silo.broker;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let overflows_before = listen_overflows();
+    // The 10,000 clients of a reconnect storm run on machines of their own; here they share
+    // the broker's two cores. Their threads run at a lower priority so that they take the
+    // cores the broker leaves idle, as remote clients would, rather than starve its accepting
+    // thread (which, descheduled for the ~40 ms in which 4,096 connects complete, lets the
+    // queue overflow and sends the rest into a SYN retransmission a second later).
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .on_thread_start(|| {
+            let _ = rustix::process::setpriority_process(Some(rustix::thread::gettid()), 10);
+        })
+        .enable_all()
+        .build()
+        .unwrap();
     let (streams, mut latencies) = runtime.block_on(async {
         let tasks: Vec<_> = (0..CONNECTIONS)
             .map(|_| {
@@ -68,7 +81,11 @@ fn ten_thousand_connects_at_once_each_complete_well_under_a_second() {
     latencies.sort();
     let (p50, p99, max) = (latencies[CONNECTIONS / 2], latencies[CONNECTIONS * 99 / 100], latencies[CONNECTIONS - 1]);
     eprintln!("{CONNECTIONS} connects at once: p50 {p50:?}, p99 {p99:?}, max {max:?}");
-    assert!(max < Duration::from_millis(900), "the slowest connect took {max:?} (a SYN retransmission?)");
+    let overflows = listen_overflows().saturating_sub(overflows_before);
+    assert!(
+        max < Duration::from_millis(900),
+        "the slowest connect took {max:?}; the machine's listen queues overflowed {overflows} times meanwhile"
+    );
 
     // With every connection open and idle, the broker and the name server still answer.
     let info = common::call_within(silo.broker, request::GET_BROKER_RUNTIME_INFO, &[], Duration::from_secs(5));
@@ -76,13 +93,14 @@ fn ten_thousand_connects_at_once_each_complete_well_under_a_second() {
     let route = common::call_within(silo.namesrv, request::GET_BROKER_CLUSTER_INFO, &[], Duration::from_secs(5));
     assert_eq!(route.header.code, 0, "{:?}", route.header.remark);
 
-    // Memory per idle connection, once the broker has accepted them all.
+    // Memory per idle connection, once the broker holds them all (its own listening sockets
+    // count too, so this is within a few connections of all of them).
     let deadline = Instant::now() + Duration::from_secs(20);
-    let mut after = silo.anonymous_memory();
-    while established(&silo) < CONNECTIONS && Instant::now() < deadline {
+    while established(&silo) < CONNECTIONS {
+        assert!(Instant::now() < deadline, "the broker holds {} sockets after 20 s", established(&silo));
         std::thread::sleep(Duration::from_millis(50));
-        after = silo.anonymous_memory();
     }
+    let after = silo.anonymous_memory();
     let per_connection = after.saturating_sub(before) / CONNECTIONS as u64;
     eprintln!(
         "broker anonymous memory: {} KiB before, {} KiB with {CONNECTIONS} idle connections: {per_connection} bytes each",
@@ -101,6 +119,24 @@ fn ten_thousand_connects_at_once_each_complete_well_under_a_second() {
 fn established(silo: &SiloServer) -> usize {
     let dir = format!("/proc/{}/fd", silo.child.id());
     std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok()).filter(|l| l.starts_with("socket:")).count())
+        .map(|d| {
+            d.filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+                .filter(|l| l.to_string_lossy().starts_with("socket:"))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// How often a listen queue on this machine was full when a connection arrived (the kernel's
+/// `ListenOverflows` counter), to tell an overflowed queue from other delays.
+fn listen_overflows() -> u64 {
+    let snmp = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+    let mut lines = snmp.lines().filter(|l| l.starts_with("TcpExt:"));
+    let (Some(names), Some(values)) = (lines.next(), lines.next()) else { return 0 };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == "ListenOverflows")
+        .and_then(|(_, v)| v.parse().ok())
         .unwrap_or(0)
 }
