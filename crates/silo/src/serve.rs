@@ -46,6 +46,10 @@ pub struct ServeArgs {
     /// at start).
     #[arg(long, value_name = "MODE")]
     tls_mode: Option<String>,
+    /// Serve the web console on this address (default 127.0.0.1:8082): topics, groups and their
+    /// lag, messages, rates. Read-only unless authentication is on and the user may write.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = crate::console::DEFAULT_ADDR)]
+    console: Option<SocketAddr>,
     /// Any other broker.conf key, as key=value; may repeat.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
@@ -150,6 +154,15 @@ pub fn run(args: ServeArgs, mode: Mode) -> anyhow::Result<()> {
         if let Some(broker) = running.broker.clone().filter(|b| b.config.metrics.prometheus) {
             match crate::metrics_endpoint::start(broker, running.shutdown_signal()).await {
                 Ok((_, task)) => running.add_task(task),
+                Err(e) => {
+                    let _ = running.shutdown().await;
+                    return Err(e);
+                }
+            }
+        }
+        if let (Some(broker), Some(addr)) = (running.broker.clone(), args.console) {
+            match crate::console::start(broker, addr, running.shutdown_signal()).await {
+                Ok((_, tasks)) => tasks.into_iter().for_each(|t| running.add_task(t)),
                 Err(e) => {
                     let _ = running.shutdown().await;
                     return Err(e);

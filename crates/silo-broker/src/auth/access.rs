@@ -115,8 +115,8 @@ impl Access {
     }
 }
 
-/// A named resource; a retry topic is its group.
-fn named<'a>(kind: ResourceKind, name: &'a str, actions: &'static [Action]) -> Need<'a> {
+/// A named resource; a retry topic is its group. For front ends that build their own needs.
+pub fn named<'a>(kind: ResourceKind, name: &'a str, actions: &'static [Action]) -> Need<'a> {
     match kind {
         ResourceKind::Topic if is_retry_topic(name) => {
             Need { kind: ResourceKind::Group, name: group_name(name).into(), actions }

@@ -10,7 +10,8 @@
 //!
 //! Nothing here knows about frames beyond their fields and body, nor about sockets: the
 //! remoting dispatcher and the name server ask [`Auth::admit`]; the gRPC front end reads
-//! [`Auth::metadata`] for its own signature scheme (it does not authorize yet).
+//! [`Auth::metadata`] for its own signature scheme and asks [`Auth::authorize`] what the
+//! signer may do; the web console checks passwords with [`Auth::check_password`].
 
 pub mod access;
 pub mod json;
@@ -145,6 +146,34 @@ impl Auth {
             Some(e) if e.decision == Decision::Deny => Err(refuse("the decision is deny.")),
             Some(_) => Ok(()),
         }
+    }
+
+    /// Checks a user name and password given directly (HTTP Basic authentication at the web
+    /// console): the user exists, is enabled, and the password is its secret key, compared in
+    /// time that does not depend on where the bytes differ.
+    pub fn check_password(&self, username: &str, password: &str) -> Result<(), Refusal> {
+        use subtle::ConstantTimeEq;
+        let view = self.metadata.view();
+        let user = known_user(&view, username)?;
+        if !bool::from(user.password.as_bytes().ct_eq(password.as_bytes())) {
+            tracing::info!(user = echo(username), "console sign-in refused: wrong password");
+            return Err(Refusal("check signature failed.".into()));
+        }
+        Ok(())
+    }
+
+    /// Whether `username` (already authenticated, or `None`) may do what `needs` names, from
+    /// `from`: for a front end that reads its requests' resources itself (gRPC, the console).
+    /// Always yes with authorization off.
+    pub fn authorize(&self, username: Option<&str>, needs: &[Need<'_>], from: IpAddr) -> Result<(), Refusal> {
+        if !self.settings.authorization_enabled {
+            return Ok(());
+        }
+        let result = self.check_needs(&self.metadata.view(), username, needs, from);
+        if let Err(refusal) = &result {
+            tracing::info!(user = username.map(echo), %from, reason = %refusal, "request refused: not authorized");
+        }
+        result
     }
 
     /// Whether the request's signer is a super user, or no one signed it (authentication off):

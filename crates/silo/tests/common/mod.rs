@@ -30,15 +30,33 @@ pub fn call(addr: SocketAddr, code: i32, ext: &[(&str, &str)]) -> Frame {
 
 /// [`call`], waiting up to `timeout` for the answer.
 pub fn call_within(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration) -> Frame {
-    call_as(addr, code, ext, timeout, None)
+    call_as(addr, code, ext, &[], timeout, None)
 }
 
 /// [`call`], signed by `user` (access key, secret key) as the stock clients sign.
 pub fn call_signed(addr: SocketAddr, code: i32, ext: &[(&str, &str)], user: (&str, &str)) -> Frame {
-    call_as(addr, code, ext, Duration::from_secs(10), Some(user))
+    call_as(addr, code, ext, &[], Duration::from_secs(10), Some(user))
 }
 
-fn call_as(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration, user: Option<(&str, &str)>) -> Frame {
+/// [`call_signed`] with a body.
+pub fn call_signed_with_body(
+    addr: SocketAddr,
+    code: i32,
+    ext: &[(&str, &str)],
+    body: &[u8],
+    user: (&str, &str),
+) -> Frame {
+    call_as(addr, code, ext, body, Duration::from_secs(10), Some(user))
+}
+
+fn call_as(
+    addr: SocketAddr,
+    code: i32,
+    ext: &[(&str, &str)],
+    body: &[u8],
+    timeout: Duration,
+    user: Option<(&str, &str)>,
+) -> Frame {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(timeout)).unwrap();
     let mut h = RemotingHeader::request(code, 1);
@@ -47,10 +65,10 @@ fn call_as(addr: SocketAddr, code: i32, ext: &[(&str, &str)], timeout: Duration,
     }
     if let Some((access_key, secret_key)) = user {
         let c = silo_wire::signature::Credentials { access_key: access_key.into(), secret_key: secret_key.into() };
-        silo_wire::signature::sign(&mut h.ext_fields, &[], &c, None);
+        silo_wire::signature::sign(&mut h.ext_fields, body, &c, None);
     }
     let mut out = Vec::new();
-    encode_frame(&h, SerializeType::Json, &[], &mut out).unwrap();
+    encode_frame(&h, SerializeType::Json, body, &mut out).unwrap();
     s.write_all(&out).unwrap();
     read_frame(&mut s)
 }
