@@ -41,6 +41,8 @@ pub struct Caller {
     pub language: String,
     pub client_version: String,
     pub remote: SocketAddr,
+    /// The user the request is signed by (authentication on).
+    pub user: Option<String>,
 }
 
 fn header<'a, T>(req: &'a Request<T>, name: &str) -> &'a str {
@@ -74,21 +76,27 @@ impl Frontend {
     }
 
     /// The caller named by the request's metadata. As Apache's proxy checks them: its
-    /// credentials first (when authentication is on), then that it names a client id.
-    pub fn caller<T>(&self, req: &Request<T>) -> Result<Caller, Status> {
+    /// credentials first (when authentication is on), then what the request touches against
+    /// the user's ACL (when authorization is on), then that it names a client id.
+    pub fn caller<T: crate::authorize::Touches>(&self, req: &Request<T>) -> Result<Caller, Status> {
         let client_id = header(req, "x-mq-client-id");
         let remote = req.extensions().get::<PeerInfo>().map_or(self.local, |p| p.remote);
+        let mut user = None;
         if self.broker.config.auth.enabled {
             let authorization = req.metadata().get("authorization").and_then(|v| v.to_str().ok());
             let date_time = req.metadata().get("x-mq-date-time").and_then(|v| v.to_str().ok());
-            if let Err(e) = crate::auth::authenticate(&self.broker.auth, authorization, date_time) {
-                // Counted, and logged at debug only: a client retrying with a wrong secret must not
-                // flood the log.
-                self.stats.unauthenticated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                tracing::debug!(client = client_id, %remote, reason = %e, "gRPC request refused: not authenticated");
-                return Err(status(Code::Unauthorized, e.to_string()));
+            match crate::auth::authenticate(&self.broker.auth, authorization, date_time) {
+                Ok(u) => user = Some(u),
+                Err(e) => {
+                    // Counted, and logged at debug only: a client retrying with a wrong secret
+                    // must not flood the log.
+                    self.stats.unauthenticated.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    tracing::debug!(client = client_id, %remote, reason = %e, "gRPC request refused: not authenticated");
+                    return Err(status(Code::Unauthorized, e.to_string()));
+                }
             }
         }
+        self.authorize(user.as_deref(), req.get_ref(), remote)?;
         if client_id.trim().is_empty() {
             return Err(status(Code::ClientIdRequired, "client id cannot be empty"));
         }
@@ -98,7 +106,24 @@ impl Frontend {
             language: header(req, "x-mq-language").to_owned(),
             client_version: header(req, "x-mq-client-version").to_owned(),
             remote,
+            user,
         })
+    }
+
+    /// Whether `user` may do what `request` asks (always, with authorization off); a refusal
+    /// is UNAUTHORIZED, as the proxy answers it.
+    pub fn authorize(
+        &self,
+        user: Option<&str>,
+        request: &impl crate::authorize::Touches,
+        remote: SocketAddr,
+    ) -> Result<(), Status> {
+        let auth = &self.broker.auth;
+        if !auth.settings.authorization_enabled {
+            return Ok(());
+        }
+        let needs = request.touches().map_err(|why| status(Code::Unauthorized, why))?;
+        auth.authorize(user, &needs, remote.ip()).map_err(|refusal| status(Code::Unauthorized, refusal.0))
     }
 }
 

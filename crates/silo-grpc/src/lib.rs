@@ -12,6 +12,7 @@
 pub mod ack;
 pub mod admin_calls;
 pub mod auth;
+mod authorize;
 pub mod clients;
 pub mod convert;
 pub mod frontend;

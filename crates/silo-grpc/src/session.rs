@@ -264,6 +264,14 @@ impl Frontend {
                     let _ = tx.send(Err(refused)).await;
                     break;
                 }
+                // Refused settings are not taken; the client hears why, as the proxy tells it.
+                if let Err(refused) = fe.authorize(caller.user.as_deref(), &*s, caller.remote) {
+                    let reply = TelemetryCommand { status: Some(refused), command: None };
+                    if tx.send(Ok(reply)).await.is_err() {
+                        break;
+                    }
+                    continue;
+                }
                 let answer = fe.server_settings(&s);
                 // A consumer is listed as online from its settings on: its group's retry topic
                 // must route from then on too, for admin tools find the group's broker by it (its

@@ -199,26 +199,60 @@ fn the_java_sdk_signs_its_requests_when_silo_requires_credentials() {
             "--set",
             "authenticationEnabled=true",
             "--set",
+            "authorizationEnabled=true",
+            "--set",
             r#"initAuthenticationUser={"username":"sdk-user","password":"sdk-secret"}"#,
         ],
     );
     let suffix = format!("a{}", std::process::id());
     let admin = ["--access-key", "sdk-user", "--secret-key", "sdk-secret"];
     create_resources_as(&silo.namesrv.to_string(), &suffix, &["java"], &admin);
-    let suite = |secret: &str| {
+    let suite = |user: &str, secret: &str| {
         let out = Command::new("bash")
             .arg(repo().join("interop/sdk5/java/run.sh"))
             .args(["--endpoint", &silo.grpc.to_string(), "--suffix", &suffix, "--timeout", "20", "--only", "normal"])
-            .env("SDK5_ACCESS_KEY", "sdk-user")
+            .env("SDK5_ACCESS_KEY", user)
             .env("SDK5_SECRET_KEY", secret)
             .output()
             .unwrap();
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
-    let signed = suite("sdk-secret");
+    let signed = suite("sdk-user", "sdk-secret");
     assert!(signed.starts_with("PASS java normal"), "{signed}\n{}", silo.log_tail());
-    let wrong = suite("not-the-secret");
+    let wrong = suite("sdk-user", "not-the-secret");
     assert!(wrong.starts_with("FAIL java normal") && wrong.contains("40100"), "{wrong}");
+
+    // A normal user whose ACL grants Sub but not Pub is refused publishing (UNAUTHORIZED, as
+    // Apache's proxy answers an authorization failure), and passes once Pub is granted.
+    let super_user = ("sdk-user", "sdk-secret");
+    let reader = r#"{"username":"sdk-reader","password":"reader-secret","userType":"Normal"}"#;
+    let made =
+        common::call_signed_with_body(silo.broker, 3001, &[("username", "sdk-reader")], reader.as_bytes(), super_user);
+    assert_eq!(made.header.code, 0, "{:?}", made.header.remark);
+    let grant = |actions: &str| {
+        let acl = format!(
+            r#"{{"subject":"User:sdk-reader","policies":[{{"policyType":"Custom","entries":[{{"resource":"Topic:*","actions":[{actions}],"decision":"Allow"}},{{"resource":"Group:*","actions":["Sub"],"decision":"Allow"}}]}}]}}"#
+        );
+        let done = common::call_signed_with_body(
+            silo.broker,
+            3006,
+            &[("subject", "User:sdk-reader")],
+            acl.as_bytes(),
+            super_user,
+        );
+        assert_eq!(done.header.code, 0, "{:?}", done.header.remark);
+    };
+    grant(r#""Sub""#);
+    let refused = suite("sdk-reader", "reader-secret");
+    // The producer's settings name the topic it publishes to: refused, it never starts.
+    assert!(refused.starts_with("FAIL java normal"), "{refused}");
+    let log = std::fs::read_to_string(silo.data.with_extension("log")).unwrap();
+    let refusal = log.lines().find(|l| l.contains("not authorized") && l.contains("sdk-reader"));
+    let refusal = refusal.unwrap_or_else(|| panic!("no refusal of sdk-reader logged:\n{}", silo.log_tail()));
+    assert!(refusal.contains("has no permission to access Topic:"), "{refusal}");
+    grant(r#""Pub","Sub""#);
+    let granted = suite("sdk-reader", "reader-secret");
+    assert!(granted.starts_with("PASS java normal"), "{granted}\n{}", silo.log_tail());
     assert!(count(&runtime_info_as(&silo, Some(("sdk-user", "sdk-secret"))), "grpcUnauthenticatedRequests") >= 1);
 }
 
