@@ -16,6 +16,10 @@ use std::time::Duration;
 const SIZE_BOUNDS: [u64; 6] = [1024, 4096, 524_288, 1_048_576, 2_097_152, 4_194_304];
 /// Upper bounds of `rocketmq_rpc_latency` (milliseconds), as Apache's.
 const LATENCY_BOUNDS_MS: [u64; 9] = [1, 3, 5, 7, 10, 100, 1000, 2000, 3000];
+/// Upper bounds of `rocketmq_finish_message_latency`, as Apache's: 5 s, 1 min, 10 min, 1 h,
+/// 12 h, 24 h. Apache records a transaction's age in seconds under a unit of milliseconds;
+/// Silo records what Apache records, so that the same dashboards read it.
+const FINISH_BOUNDS_S: [u64; 6] = [5, 60, 600, 3600, 43_200, 86_400];
 
 /// A message's type, as Apache labels sends (`message_type`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,6 +105,15 @@ struct Delivered {
 /// A topic's deliveries, by consumer group.
 type GroupDeliveries = HashMap<Box<str>, Arc<Delivered>>;
 
+/// A topic's transactions ended by END_TRANSACTION.
+#[derive(Debug, Default)]
+struct Ended {
+    commits: AtomicU64,
+    rollbacks: AtomicU64,
+    /// Committed transactions' ages (born to commit), in seconds.
+    finish: Histogram<6>,
+}
+
 /// What `rocketmq_rpc_latency` is labelled by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 struct Call {
@@ -115,6 +128,7 @@ pub struct Metrics {
     topics: RwLock<HashMap<Box<str>, Arc<TopicIn>>>,
     deliveries: RwLock<HashMap<Box<str>, GroupDeliveries>>,
     calls: RwLock<HashMap<Call, Arc<Histogram<9>>>>,
+    transactions: RwLock<HashMap<Box<str>, Arc<Ended>>>,
 }
 
 fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
@@ -162,6 +176,19 @@ impl Metrics {
         let found = read(&self.calls).get(&call).cloned();
         let h = found.unwrap_or_else(|| Arc::clone(write(&self.calls).entry(call).or_default()));
         h.observe(&LATENCY_BOUNDS_MS, u64::try_from(took.as_millis()).unwrap_or(u64::MAX), 1);
+    }
+
+    /// A transaction of `topic` (its real topic) ended: committed `age_ms` after its half
+    /// message was born, or rolled back.
+    pub fn transaction_ended(&self, topic: &str, committed: bool, age_ms: i64) {
+        let found = read(&self.transactions).get(topic).cloned();
+        let c = found.unwrap_or_else(|| Arc::clone(write(&self.transactions).entry(topic.into()).or_default()));
+        if committed {
+            c.commits.fetch_add(1, Relaxed);
+            c.finish.observe(&FINISH_BOUNDS_S, u64::try_from(age_ms / 1000).unwrap_or(0), 1);
+        } else {
+            c.rollbacks.fetch_add(1, Relaxed);
+        }
     }
 
     /// The counters in Prometheus' text format, each series labelled with `common`
@@ -240,6 +267,24 @@ impl Metrics {
             );
             h.render(out, "rocketmq_rpc_latency_milliseconds", &labels, &LATENCY_BOUNDS_MS);
         }
+        drop(calls);
+        let transactions = read(&self.transactions);
+        let mut sorted: Vec<_> = transactions.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        for (name, value) in [
+            ("rocketmq_commit_messages_total", (|e: &Ended| e.commits.load(Relaxed)) as fn(&Ended) -> u64),
+            ("rocketmq_rollback_messages_total", |e: &Ended| e.rollbacks.load(Relaxed)),
+        ] {
+            header(out, name, "counter");
+            for (topic, e) in &sorted {
+                let _ = writeln!(out, "{name}{{{common},topic=\"{}\"}} {}", escape(topic), value(e));
+            }
+        }
+        header(out, "rocketmq_finish_message_latency", "histogram");
+        for (topic, e) in &sorted {
+            let labels = format!("{common},topic=\"{}\"", escape(topic));
+            e.finish.render(out, "rocketmq_finish_message_latency_milliseconds", &labels, &FINISH_BOUNDS_S);
+        }
     }
 }
 
@@ -281,6 +326,22 @@ impl crate::broker::Broker {
             header(&mut out, family, "gauge");
             let _ = writeln!(out, "{name}{{{common},{storage}}} {value}");
         }
+        // How old the oldest stored message is (nothing while the log is empty, as Apache).
+        let oldest = self.message_at(min).ok().and_then(|m| match silo_wire::record::decode_record(&m, 0) {
+            Ok(silo_wire::record::Decoded::Record(r)) => Some(r.meta.store_timestamp),
+            _ => None,
+        });
+        header(&mut out, "rocketmq_storage_message_reserve_time", "gauge");
+        if let Some(oldest) = oldest.filter(|t| *t > 0 && max > min) {
+            let age = self.config.clock.now_ms().saturating_sub(oldest).max(0);
+            let _ = writeln!(out, "rocketmq_storage_message_reserve_time_milliseconds{{{common},{storage}}} {age}");
+        }
+        // Half messages not yet committed or rolled back, by their real topic.
+        header(&mut out, "rocketmq_half_messages", "gauge");
+        let half = self.transactions.lock().unwrap_or_else(std::sync::PoisonError::into_inner).pending_by_topic();
+        for (topic, n) in &half {
+            let _ = writeln!(out, "rocketmq_half_messages{{{common},topic=\"{}\"}} {n}", escape(topic));
+        }
         let connections = self.clients.connection_counts();
         header(&mut out, "rocketmq_producer_connections", "gauge");
         for ((language, version), n) in &connections.producers {
@@ -303,25 +364,44 @@ impl crate::broker::Broker {
             );
         }
         // Lag: per group and topic with committed offsets, what the queues hold beyond them.
-        header(&mut out, "rocketmq_consumer_lag_messages", "gauge");
+        // Lag latency: how long the oldest message not yet consumed has waited (the store time
+        // of the first message past the committed offset, over the group's queues of the topic).
         let offsets = self.offsets.all().offset_table;
-        let mut lag: std::collections::BTreeMap<(&str, &str), i64> = std::collections::BTreeMap::new();
+        let mut lag: std::collections::BTreeMap<(&str, &str), (i64, Option<i64>)> = std::collections::BTreeMap::new();
         for (key, queues) in &offsets {
             let Some((topic, group)) = key.split_once('@') else { continue };
-            let sum = lag.entry((group, topic)).or_default();
+            let (sum, oldest) = lag.entry((group, topic)).or_default();
             for (queue, committed) in queues {
-                *sum += self.store.max_offset_in_queue(topic, *queue).saturating_sub(*committed).max(0);
+                let behind = self.store.max_offset_in_queue(topic, *queue).saturating_sub(*committed).max(0);
+                *sum += behind;
+                if behind > 0
+                    && let Some(stored) = self.store.message_store_time(topic, *queue, *committed).filter(|t| *t > 0)
+                {
+                    *oldest = Some(oldest.map_or(stored, |o: i64| o.min(stored)));
+                }
             }
         }
-        for ((group, topic), behind) in &lag {
-            let _ = writeln!(
-                out,
-                "rocketmq_consumer_lag_messages{{{common},consumer_group=\"{}\",is_retry=\"{}\",is_system=\"{}\",topic=\"{}\"}} {behind}",
-                escape(group),
-                topic.starts_with(silo_store::names::RETRY_PREFIX),
-                is_system(topic),
-                escape(topic)
-            );
+        let now = self.config.clock.now_ms();
+        for (name, family) in [
+            ("rocketmq_consumer_lag_messages", "rocketmq_consumer_lag_messages"),
+            ("rocketmq_consumer_lag_latency_milliseconds", "rocketmq_consumer_lag_latency"),
+        ] {
+            header(&mut out, family, "gauge");
+            for ((group, topic), (behind, oldest)) in &lag {
+                let value = if name == "rocketmq_consumer_lag_messages" {
+                    *behind
+                } else {
+                    oldest.map_or(0, |t| now.saturating_sub(t).max(0))
+                };
+                let _ = writeln!(
+                    out,
+                    "{name}{{{common},consumer_group=\"{}\",is_retry=\"{}\",is_system=\"{}\",topic=\"{}\"}} {value}",
+                    escape(group),
+                    topic.starts_with(silo_store::names::RETRY_PREFIX),
+                    is_system(topic),
+                    escape(topic)
+                );
+            }
         }
         self.metrics.render_counters(&mut out, &common);
         out
@@ -429,6 +509,25 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("# TYPE rocketmq_messages_in_total counter\n"), "{out}");
+    }
+
+    #[test]
+    fn ended_transactions_count_by_topic_with_apaches_age_buckets() {
+        let m = Metrics::default();
+        m.transaction_ended("orders", true, 2_500);
+        m.transaction_ended("orders", true, 90_000);
+        m.transaction_ended("orders", false, 1_000);
+        let mut out = String::new();
+        m.render_counters(&mut out, "c=\"C\"");
+        assert!(out.contains("rocketmq_commit_messages_total{c=\"C\",topic=\"orders\"} 2\n"), "{out}");
+        assert!(out.contains("rocketmq_rollback_messages_total{c=\"C\",topic=\"orders\"} 1\n"), "{out}");
+        let bucket = "rocketmq_finish_message_latency_milliseconds_bucket{c=\"C\",topic=\"orders\"";
+        assert!(out.contains(&format!("{bucket},le=\"5.0\"}} 1\n")), "{out}");
+        assert!(out.contains(&format!("{bucket},le=\"600.0\"}} 2\n")), "{out}");
+        assert!(
+            out.contains("rocketmq_finish_message_latency_milliseconds_sum{c=\"C\",topic=\"orders\"} 92\n"),
+            "{out}"
+        );
     }
 
     #[test]

@@ -158,6 +158,18 @@ fn a_prometheus_server_scraping_silo_sees_what_was_sent_and_delivered() {
     assert_eq!(await_value(api, sizes, 120.0), Some(120.0));
     let lag = r#"sum(rocketmq_consumer_lag_messages{topic="PromTopic",consumer_group="PromGroup"})"#;
     assert_eq!(await_value(api, lag, 0.0), Some(0.0));
+    // A group that read 20 of the 120 lags by 100, and its oldest unread message has waited
+    // since it was stored.
+    let stored_by = Instant::now();
+    silo(namesrv, &["consume", "-t", "PromTopic", "-g", "PromLagging", "--from", "first", "--count", "20"], None);
+    let lagging = r#"sum(rocketmq_consumer_lag_messages{topic="PromTopic",consumer_group="PromLagging"})"#;
+    assert_eq!(await_value(api, lagging, 100.0), Some(100.0), "{}", get(metrics, "/metrics").unwrap().1);
+    let waited = r#"max(rocketmq_consumer_lag_latency_milliseconds{topic="PromTopic",consumer_group="PromLagging"})"#;
+    let waited = query(api, waited).unwrap_or(0.0);
+    let bound = stored_by.elapsed().as_millis() as f64 + 60_000.0;
+    assert!(waited > 0.0 && waited < bound, "lag latency {waited} ms");
+    let kept = query(api, "rocketmq_storage_message_reserve_time_milliseconds").unwrap_or(0.0);
+    assert!(kept > 0.0 && kept < bound, "reserve time {kept} ms");
     let topics = query(api, "rocketmq_topic_number").unwrap_or(0.0);
     assert!(topics >= 1.0, "rocketmq_topic_number {topics}");
     let answered = r#"sum(rocketmq_rpc_latency_milliseconds_count{protocol_type="remoting",request_code="send_message_v2",result="success"})"#;

@@ -122,6 +122,8 @@ pub enum Ended {
 pub struct Half {
     pub tx_id: String,
     pub group: String,
+    /// The topic the message is for once committed (`REAL_TOPIC`).
+    pub topic: String,
     pub commit_log_offset: i64,
     pub born_ms: i64,
     pub check_times: i32,
@@ -136,6 +138,7 @@ impl Half {
         Self {
             tx_id: transaction_id(&p).to_owned(),
             group: p.get(keys::PGROUP).unwrap_or("").to_owned(),
+            topic: p.get(keys::REAL_TOPIC).unwrap_or("").to_owned(),
             commit_log_offset,
             born_ms: rec.meta.born_timestamp,
             check_times: p.get(CHECK_TIMES).and_then(|v| v.parse().ok()).unwrap_or(0),
@@ -203,6 +206,18 @@ impl TxBook {
 
     pub fn pending(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Pending half messages by real topic (a transaction's copies made by checks counted once).
+    pub fn pending_by_topic(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        let mut seen = std::collections::HashSet::new();
+        for half in self.pending.values() {
+            if seen.insert(half.tx_id.as_str()) {
+                *out.entry(half.topic.clone()).or_default() += 1;
+            }
+        }
+        out
     }
 
     pub fn next_half_to_scan(&self) -> i64 {
@@ -387,6 +402,12 @@ impl Broker {
             self.append_commit(conn, &rec, req.commit_log_offset)?;
         }
         self.append_op(conn, &mut book, &halves)?;
+        drop(book);
+        if !committed_before {
+            let topic = rec.properties.get(keys::REAL_TOPIC).unwrap_or(rec.topic);
+            let age = self.config.clock.now_ms().saturating_sub(rec.meta.born_timestamp);
+            self.metrics.transaction_ended(topic, req.outcome == Outcome::Commit, age);
+        }
         Ok(match req.outcome {
             Outcome::Commit if committed_before => Ended::AlreadyResolved,
             Outcome::Commit => Ended::Committed,
@@ -627,6 +648,7 @@ mod tests {
         Half {
             tx_id: tx.into(),
             group: "g".into(),
+            topic: "orders".into(),
             commit_log_offset: 0,
             born_ms: born,
             check_times: 0,
