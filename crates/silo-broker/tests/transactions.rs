@@ -321,3 +321,38 @@ fn a_commit_appended_before_a_crash_without_its_op_is_not_applied_again() {
     assert!(!matches!(end(&broker, &mut conn, h, Outcome::Commit, true), Ok(Ended::Committed)));
     assert_eq!(delivered(&broker).len(), 1);
 }
+
+#[test]
+fn ended_and_open_transactions_are_counted_for_prometheus_by_their_real_topic() {
+    let clock = ManualClock::new(START);
+    let dir = tempfile::tempdir().unwrap();
+    let broker = open(dir.path(), &clock, 15);
+    let mut conn = ConnState::default();
+    let a = send_half(&broker, &mut conn, "A", b"commit me");
+    let b = send_half(&broker, &mut conn, "B", b"roll me back");
+    send_half(&broker, &mut conn, "C", b"left open");
+    // The check's scan is what learns of half messages (as after a restart).
+    check_round(&broker, &mut conn);
+    let text = broker.prometheus_text();
+    assert!(text.contains("rocketmq_half_messages{") && text.contains("topic=\"Orders\"} 3\n"), "{text}");
+
+    clock.advance(7_000);
+    end(&broker, &mut conn, a, Outcome::Commit, false).unwrap();
+    end(&broker, &mut conn, b, Outcome::Rollback, false).unwrap();
+    // A repeated END_TRANSACTION (a resent one-way frame) counts nothing, whatever it answers.
+    let _ = end(&broker, &mut conn, a, Outcome::Commit, false);
+    let text = broker.prometheus_text();
+    let series = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name) && l.contains("topic=\"Orders\""))
+            .map(|l| l.rsplit(' ').next().unwrap().to_owned())
+    };
+    assert_eq!(series("rocketmq_commit_messages_total{").as_deref(), Some("1"), "{text}");
+    assert_eq!(series("rocketmq_rollback_messages_total{").as_deref(), Some("1"), "{text}");
+    assert_eq!(series("rocketmq_half_messages{").as_deref(), Some("1"), "{text}");
+    // Born at START, committed 7 s later: in the 60 s bucket, not the 5 s one.
+    assert!(
+        text.contains("topic=\"Orders\",le=\"5.0\"} 0\n") && text.contains("topic=\"Orders\",le=\"60.0\"} 1\n"),
+        "{text}"
+    );
+}
