@@ -149,10 +149,14 @@ show_logs() {
     done
 }
 
+# shellcheck source=../java-up-to-date.sh
+. "$here/../java-up-to-date.sh"
 build() {
+    java_build_up_to_date "$server_dir/target/.built" "$cp_file" "$server_dir/pom.xml" "$server_dir/src" && return 0
     # One Maven run: compile the two helpers, then write the runtime classpath to a file.
     mvn -q -B -f "$server_dir/pom.xml" compile dependency:build-classpath \
         -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime 1>&2
+    touch "$server_dir/target/.built"
 }
 
 case "$cmd" in

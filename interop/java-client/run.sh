@@ -38,11 +38,16 @@ case "$client" in
     *) echo "run.sh: --client must be 5 or 4" >&2; exit 2 ;;
 esac
 
+# shellcheck source=../java-up-to-date.sh
+. "$here/../java-up-to-date.sh"
 cp_file="$module/target/client-classpath.txt"
+stamp="$module/target/.built"
 build() {
+    java_build_up_to_date "$stamp" "$cp_file" "$module/pom.xml" "$here/src" && return 0
     # One Maven run: compile, then write the runtime classpath to a file (no exec plugin needed).
     mvn -q -B -f "$module/pom.xml" compile dependency:build-classpath \
         -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime 1>&2
+    touch "$stamp"
 }
 
 mkdir -p "$module/target"

@@ -15,10 +15,14 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cp_file="$here/target/store-tool-classpath.txt"
 
+# shellcheck source=../java-up-to-date.sh
+. "$here/../java-up-to-date.sh"
 build() {
+    java_build_up_to_date "$here/target/.built" "$cp_file" "$here/pom.xml" "$here/src" && return 0
     # One Maven run: compile, then write the runtime classpath to a file (no exec plugin needed).
     mvn -q -B -f "$here/pom.xml" compile dependency:build-classpath \
         -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime 1>&2
+    touch "$here/target/.built"
 }
 
 mkdir -p "$here/target"

@@ -138,9 +138,15 @@ show_logs() {
     done
 }
 
+# shellcheck source=../java-up-to-date.sh
+. "$here/../java-up-to-date.sh"
 build() {
+    local sources=("$here/pom.xml")
+    [ -d "$here/src" ] && sources+=("$here/src")
+    java_build_up_to_date "$here/target/.built" "$cp_file" "${sources[@]}" && return 0
     mvn -q -B -f "$here/pom.xml" compile dependency:build-classpath \
         -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime 1>&2
+    touch "$here/target/.built"
 }
 
 case "$cmd" in

@@ -45,12 +45,12 @@ done
 
 # The same build as interop/java-client/run.sh (same classpath file, same lock), so the two never
 # compile into target/ at once; skipped when nothing changed since this script's last build.
+# shellcheck source=../java-up-to-date.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../java-up-to-date.sh"
 cp_file="$module/target/client-classpath.txt"
-stamp="$module/target/.sdk5-resources-built"
+stamp="$module/target/.built"
 build() {
-    if [ -f "$stamp" ] && [ -f "$cp_file" ] && [ -z "$(find "$module/pom.xml" "$module/src" -newer "$stamp" | head -n 1)" ]; then
-        return 0
-    fi
+    java_build_up_to_date "$stamp" "$cp_file" "$module/pom.xml" "$module/src" && return 0
     mvn -q -B -f "$module/pom.xml" compile dependency:build-classpath \
         -Dmdep.outputFile="$cp_file" -Dmdep.includeScope=runtime 1>&2
     touch "$stamp"
