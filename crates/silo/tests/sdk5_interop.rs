@@ -103,12 +103,18 @@ fn create_resources_as(namesrv: &str, suffix: &str, languages: &[&str], credenti
 /// The two tests take turns: each runs five SDKs' suites, and two at once would share two cores.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// Runs every language's suite against `endpoint`; the report, and the failures.
-fn run_suites(endpoint: &str, namesrv: &str, suffix: &str, tls_for: &[&str]) -> (String, Vec<String>) {
-    create_resources(namesrv, suffix, &LANGUAGES);
+/// Runs the suites of `languages` against `endpoint`; the report, and the failures.
+fn run_suites(
+    languages: &[&str],
+    endpoint: &str,
+    namesrv: &str,
+    suffix: &str,
+    tls_for: &[&str],
+) -> (String, Vec<String>) {
+    create_resources(namesrv, suffix, languages);
     let mut failed = Vec::new();
     let mut report = String::new();
-    for lang in LANGUAGES {
+    for &lang in languages {
         let script = format!("interop/sdk5/{lang}/run.sh");
         let tls = if tls_for.contains(&lang) { "1" } else { "0" };
         let out = Command::new("bash")
@@ -180,7 +186,8 @@ fn every_5x_sdk_works_against_silos_own_grpc_endpoint() {
     assert!(found.iter().all(|(addr, _)| addr == "127.0.0.1"), "gRPC listening beyond loopback: {found:?}");
 
     let suffix = format!("d{}", std::process::id());
-    let (report, failed) = run_suites(&silo.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &["java", "go"]);
+    let (report, failed) =
+        run_suites(&LANGUAGES, &silo.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &["java", "go"]);
     eprintln!("{report}");
     assert!(failed.is_empty(), "suites failed:\n{}\nbroker log:\n{}", failed.join("\n"), silo.log_tail());
     // Both kinds came in on the one port: the Java and Go SDKs' TLS, the others' plaintext.
@@ -273,7 +280,12 @@ fn every_5x_sdk_works_through_apaches_proxy() {
     assert!(elsewhere.is_empty(), "listening beyond loopback: {elsewhere:?}");
 
     let suffix = format!("s{}", std::process::id());
-    let (report, failed) = run_suites(&proxy.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &[]);
+    // What this proves of Silo is the proxy's remoting traffic to it, which the proxy makes the
+    // same whichever SDK calls it (every language's suite runs the same six scenarios); the
+    // SDKs' side of the proxy is Apache's own. So two SDKs go through it here; all five run
+    // against Silo's own endpoint.
+    let (report, failed) =
+        run_suites(&["java", "go"], &proxy.grpc.to_string(), &silo.namesrv.to_string(), &suffix, &[]);
     eprintln!("{report}");
     assert!(failed.is_empty(), "suites failed:\n{}\nbroker log:\n{}", failed.join("\n"), silo.log_tail());
 }
