@@ -310,6 +310,15 @@ fn with_access_control_on_only_a_user_granted_create_and_delete_changes_topics()
     let (code, _, body) = http(console, "GET", "/api/overview", &[("Authorization", &viewer)]);
     assert_eq!(code, 200, "{body}");
     assert_eq!(json(&body)["user"], VIEWER);
+    // It may see a topic and its messages (Sub and Get on topics) but no group's progress.
+    let (code, _, body) = http(console, "GET", "/api/topic?name=TBW102", &[("Authorization", &viewer)]);
+    assert_eq!(code, 200, "{body}");
+    let (code, _, body) = http(console, "GET", "/api/group?name=any-group", &[("Authorization", &viewer)]);
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("Group:any-group"), "{body}");
+    let (code, _, body) =
+        http(console, "GET", "/api/group?name=any-group", &[("Authorization", &basic(ADMIN, ADMIN_SECRET))]);
+    assert_eq!(code, 200, "{body}");
     let (code, _, body) = http(console, "POST", "/api/topics?name=ByViewer", &[("Authorization", &viewer), write]);
     assert_eq!(code, 403, "{body}");
     assert!(body.contains("has no permission"), "{body}");

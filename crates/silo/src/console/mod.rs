@@ -6,8 +6,9 @@
 //! do follows the broker's access control:
 //! - authentication off: anyone who reaches the port may look, no one may change anything;
 //! - authentication on: every request needs HTTP Basic credentials of a broker user (the
-//!   access key and secret key); a user may create and delete topics if authorization grants
-//!   it Create or Delete on the topic (or authorization is off).
+//!   access key and secret key); with authorization on, a user sees a topic's queues, a group's
+//!   progress and messages only if granted what the admin requests that read them need, and
+//!   may create and delete topics if granted Create or Delete on the topic.
 //!
 //! A browser is an agent of every site it visits, so the console defends the user's session:
 //! writes need a header no cross-site form can send ([`WRITE_HEADER`]), a request whose
@@ -112,18 +113,39 @@ impl Console {
                 ok(&v)
             }
             (&Method::GET, "/api/topics") => ok(&views::topics(&self.broker)),
-            (&Method::GET, "/api/topic") => match views::topic(&self.broker, query.get("name").unwrap_or("")) {
-                Some(v) => ok(&v),
-                None => error(StatusCode::NOT_FOUND, "no such topic on this broker"),
-            },
-            (&Method::GET, "/api/groups") => ok(&views::group_list(&self.broker)),
-            (&Method::GET, "/api/group") => ok(&views::group(&self.broker, query.get("name").unwrap_or(""))),
-            (&Method::GET, "/api/messages") => {
-                match views::find(&self.broker, query.get("topic"), query.get("key"), query.get("id")) {
-                    Ok(v) => ok(&v),
-                    Err(e @ views::LookupError::NothingAsked) => error(StatusCode::BAD_REQUEST, &e.to_string()),
-                    Err(e) => error(StatusCode::NOT_FOUND, &e.to_string()),
+            (&Method::GET, "/api/topic") => {
+                let name = query.get("name").unwrap_or("");
+                if let Err(refused) = self.may_read(&visitor, ResourceKind::Topic, name, &[Action::Get], remote) {
+                    return refused.reply();
                 }
+                match views::topic(&self.broker, name) {
+                    Some(v) => ok(&v),
+                    None => error(StatusCode::NOT_FOUND, "no such topic on this broker"),
+                }
+            }
+            (&Method::GET, "/api/groups") => ok(&views::group_list(&self.broker)),
+            (&Method::GET, "/api/group") => {
+                let name = query.get("name").unwrap_or("");
+                if let Err(refused) = self.may_read(&visitor, ResourceKind::Group, name, &[Action::Get], remote) {
+                    return refused.reply();
+                }
+                ok(&views::group(&self.broker, name))
+            }
+            (&Method::GET, "/api/messages") => {
+                let found = match views::find(&self.broker, query.get("topic"), query.get("key"), query.get("id")) {
+                    Ok(v) => v,
+                    Err(e @ views::LookupError::NothingAsked) => return error(StatusCode::BAD_REQUEST, &e.to_string()),
+                    Err(e) => return error(StatusCode::NOT_FOUND, &e.to_string()),
+                };
+                // As QUERY_MESSAGE: Sub or Get on the topic of every message shown.
+                for m in found.as_array().into_iter().flatten() {
+                    let topic = m["topic"].as_str().unwrap_or("");
+                    let read = self.may_read(&visitor, ResourceKind::Topic, topic, &[Action::Sub, Action::Get], remote);
+                    if let Err(refused) = read {
+                        return refused.reply();
+                    }
+                }
+                ok(&found)
             }
             (&Method::GET, "/api/rates") => ok(&self.rates.json()),
             (&Method::POST, "/api/topics") => self.write(req, &visitor, remote, |broker| {
@@ -180,6 +202,28 @@ impl Console {
         };
         auth.check_password(user, password).map_err(|refusal| ask(&refusal.0))?;
         Ok(Visitor::User(user.to_owned()))
+    }
+
+    /// Whether the visitor may see `name`: what the admin request that reads the same needs
+    /// (GET_TOPIC_STATS_INFO, GET_CONSUME_STATS, QUERY_MESSAGE). Lists of topics and groups, like
+    /// GET_ALL_TOPIC_CONFIG, are open to every signed-in user.
+    fn may_read(
+        &self,
+        visitor: &Visitor,
+        kind: ResourceKind,
+        name: &str,
+        actions: &'static [Action],
+        remote: SocketAddr,
+    ) -> Result<(), Refused> {
+        let user = match visitor {
+            Visitor::Anyone => None,
+            Visitor::User(u) => Some(u.as_str()),
+        };
+        let need = named(kind, name, actions);
+        self.broker
+            .auth
+            .authorize(user, std::slice::from_ref(&need), remote.ip())
+            .map_err(|refusal| Refused(StatusCode::FORBIDDEN, refusal.0))
     }
 
     /// A change: allowed to a signed-in user that authorization grants `need` to, from the
