@@ -63,22 +63,34 @@ fn subscribe<'a>(
     Ok(vec![group_sub(group)?, topic_sub(topic)?])
 }
 
+/// Requests that name the topic they publish to.
+macro_rules! publishes {
+    ($($request:ident),*) => {$(
+        impl Touches for proto::$request {
+            fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
+                publish(self.topic.as_ref())
+            }
+        }
+    )*};
+}
+publishes!(RecallMessageRequest, EndTransactionRequest);
+
+/// Requests that name the group and the topic they consume.
+macro_rules! consumes {
+    ($($request:ident),*) => {$(
+        impl Touches for proto::$request {
+            fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
+                subscribe(self.group.as_ref(), self.topic.as_ref())
+            }
+        }
+    )*};
+}
+consumes!(AckMessageRequest, ForwardMessageToDeadLetterQueueRequest, QueryAssignmentRequest);
+
 impl Touches for proto::SendMessageRequest {
     fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
         let first = self.messages.first().ok_or("message is null.")?;
         publish(first.topic.as_ref())
-    }
-}
-
-impl Touches for proto::RecallMessageRequest {
-    fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
-        publish(self.topic.as_ref())
-    }
-}
-
-impl Touches for proto::EndTransactionRequest {
-    fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
-        publish(self.topic.as_ref())
     }
 }
 
@@ -99,24 +111,6 @@ impl Touches for proto::ReceiveMessageRequest {
     fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
         let queue = self.message_queue.as_ref().ok_or("messageQueue is null.")?;
         subscribe(self.group.as_ref(), queue.topic.as_ref())
-    }
-}
-
-impl Touches for proto::AckMessageRequest {
-    fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
-        subscribe(self.group.as_ref(), self.topic.as_ref())
-    }
-}
-
-impl Touches for proto::ForwardMessageToDeadLetterQueueRequest {
-    fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
-        subscribe(self.group.as_ref(), self.topic.as_ref())
-    }
-}
-
-impl Touches for proto::QueryAssignmentRequest {
-    fn touches(&self) -> Result<Vec<Need<'_>>, &'static str> {
-        subscribe(self.group.as_ref(), self.topic.as_ref())
     }
 }
 

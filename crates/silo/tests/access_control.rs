@@ -31,19 +31,12 @@ fn repo() -> PathBuf {
 /// A broker with both checks on, its initial super user, and the inner credentials it signs
 /// its own requests with.
 fn secured(data: &Path) -> SiloServer {
-    SiloServer::start(
-        data,
-        &[
-            "--set",
-            "authenticationEnabled=true",
-            "--set",
-            "authorizationEnabled=true",
-            "--set",
-            &format!(r#"initAuthenticationUser={{"username":"{ADMIN}","password":"{ADMIN_SECRET}"}}"#),
-            "--set",
-            r#"innerClientAuthenticationCredentials={"accessKey":"silo-inner","secretKey":"inner-secret"}"#,
-        ],
-    )
+    let mut args = common::access_control_on((ADMIN, ADMIN_SECRET));
+    args.extend([
+        "--set".to_owned(),
+        r#"innerClientAuthenticationCredentials={"accessKey":"silo-inner","secretKey":"inner-secret"}"#.to_owned(),
+    ]);
+    SiloServer::start(data, &args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// `mqadmin` (rocketmq-tools 5.3.3) signed as `user`; its stdout (it exits 0 even when a command

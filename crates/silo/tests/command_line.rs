@@ -59,24 +59,7 @@ fn await_listening(ports: &[u16]) {
 /// Runs `silo ARGS` with the name server set, feeding `stdin`; returns stdout, failing the test
 /// with stderr when the command fails.
 fn silo(s: &Silo, args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
-        .args(args)
-        .env("NAMESRV_ADDR", &s.namesrv)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "silo {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    common::silo_cli(&s.namesrv, args, stdin)
 }
 
 fn json_lines(text: &str) -> Vec<Value> {

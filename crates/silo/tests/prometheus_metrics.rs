@@ -78,22 +78,7 @@ impl Drop for Prometheus {
 }
 
 fn silo(namesrv: SocketAddr, args: &[&str], stdin: Option<&str>) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
-        .args(args)
-        .args(["-n", &namesrv.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(text) = stdin {
-        input.write_all(text.as_bytes()).unwrap();
-    }
-    drop(input);
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "silo {args:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::silo_cli(&namesrv.to_string(), args, stdin.unwrap_or(""))
 }
 
 #[test]

@@ -60,21 +60,8 @@ fn json(body: &str) -> serde_json::Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
 }
 
-/// `silo COMMAND -n NAMESRV ARGS...` with `stdin`; its stdout.
 fn silo(namesrv: SocketAddr, args: &[&str], stdin: &str) -> String {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
-        .arg(args[0])
-        .args(["-n", &namesrv.to_string()])
-        .args(&args[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "silo {args:?}:\n{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    common::silo_cli(&namesrv.to_string(), args, stdin)
 }
 
 /// The command line that starts Chromium (`env LD_LIBRARY_PATH=... chromium`), made once.
@@ -263,19 +250,9 @@ fn the_console_shows_what_a_produce_and_consume_run_left_and_bodies_only_as_text
 
 /// A broker with both checks on, its super user, and a user the ACL lets only read topics.
 fn secured(data: &Path, console: SocketAddr) -> SiloServer {
-    let server = SiloServer::start(
-        data,
-        &[
-            "--console",
-            &console.to_string(),
-            "--set",
-            "authenticationEnabled=true",
-            "--set",
-            "authorizationEnabled=true",
-            "--set",
-            &format!(r#"initAuthenticationUser={{"username":"{ADMIN}","password":"{ADMIN_SECRET}"}}"#),
-        ],
-    );
+    let mut args = vec!["--console".to_owned(), console.to_string()];
+    args.extend(common::access_control_on((ADMIN, ADMIN_SECRET)));
+    let server = SiloServer::start(data, &args.iter().map(String::as_str).collect::<Vec<_>>());
     let admin = (ADMIN, ADMIN_SECRET);
     let user = format!(r#"{{"username":"{VIEWER}","password":"{VIEWER_SECRET}","userType":"Normal"}}"#);
     let created = common::call_signed_with_body(server.broker, 3001, &[("username", VIEWER)], user.as_bytes(), admin);

@@ -166,8 +166,8 @@ pub fn group_list(broker: &Broker) -> Value {
 /// One group: per queue of each topic it consumes, the queue's end, the group's offset and
 /// the lag between them; and its online clients.
 pub fn group(broker: &Broker, name: &str) -> Value {
-    let queues: Vec<Value> = broker
-        .consume_stats(name, None)
+    let progress = broker.consume_stats(name, None);
+    let queues: Vec<Value> = progress
         .iter()
         .map(|q| {
             json!({"topic": q.topic, "queueId": q.queue_id, "brokerOffset": q.broker_offset,
@@ -189,7 +189,7 @@ pub fn group(broker: &Broker, name: &str) -> Value {
     };
     json!({
         "group": name,
-        "lag": broker.consume_stats(name, None).iter().map(lag).sum::<i64>(),
+        "lag": progress.iter().map(lag).sum::<i64>(),
         "queues": queues,
         "connections": connections,
         "subscriptions": subscriptions,

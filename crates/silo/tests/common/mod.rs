@@ -351,6 +351,39 @@ pub fn silo_process(args: &[&str], log: &Path, wait_for: SocketAddr) -> Killed {
     process
 }
 
+/// `silo ARGS` against the name server at `namesrv` (by `NAMESRV_ADDR`, so that it reaches every
+/// subcommand wherever its flags go), with `stdin` as its input: its stdout. Fails the test with
+/// stderr when the command fails.
+pub fn silo_cli(namesrv: &str, args: &[&str], stdin: &str) -> String {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(args)
+        .env("NAMESRV_ADDR", namesrv)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "silo {args:?} failed\nstdout:\n{stdout}\nstderr:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// The `silo serve` arguments that turn both access checks on, with `admin` (user, secret) as
+/// the initial super user.
+pub fn access_control_on(admin: (&str, &str)) -> Vec<String> {
+    let user = format!(r#"initAuthenticationUser={{"username":"{}","password":"{}"}}"#, admin.0, admin.1);
+    ["--set", "authenticationEnabled=true", "--set", "authorizationEnabled=true", "--set", &user]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
 pub fn free_addr() -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], free_server_port()))
 }
