@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use silo_store::MessageRef;
-use silo_wire::frame::encode_frame_head;
+use silo_wire::frame::append_frame_head;
 use silo_wire::{RemotingHeader, SerializeType};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -72,8 +72,10 @@ impl Backlog {
         }
     }
 
-    fn written(&self) {
-        if self.queued.fetch_sub(1, Ordering::AcqRel) == MAX_QUEUED_FRAMES / 2 + 1 {
+    /// `n` frames left the queue; wakes the reader when the queue falls to half its limit.
+    fn written(&self, n: usize) {
+        let before = self.queued.fetch_sub(n, Ordering::AcqRel);
+        if before > MAX_QUEUED_FRAMES / 2 && before.saturating_sub(n) <= MAX_QUEUED_FRAMES / 2 {
             self.drained.notify_waiters();
         }
     }
@@ -102,7 +104,7 @@ impl Channel {
         self.backlog.queued.fetch_add(1, Ordering::AcqRel);
         let sent = self.tx.send(out).is_ok();
         if !sent {
-            self.backlog.written();
+            self.backlog.written(1);
         }
         sent
     }
@@ -163,30 +165,55 @@ impl Channel {
     }
 }
 
-/// Writes frames from `rx` to the socket until the channel or the socket closes.
+/// Frames written with one vectored write at most: a burst of pipelined answers goes out in
+/// one system call instead of one per answer.
+const WRITE_BATCH: usize = 64;
+
+/// Slices one `writev` takes at most (Linux's IOV_MAX is 1024).
+const MAX_IOV: usize = 1024;
+
+/// Writes frames from `rx` to the socket until the channel or the socket closes. Whatever is
+/// queued when the writer wakes goes out together: the heads encoded one after the other
+/// into one buffer, the bodies beside them as slices, in one vectored write.
 pub async fn write_loop<W: AsyncWrite + Unpin>(
     mut socket: W,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     backlog: Arc<Backlog>,
 ) {
-    let mut head = BytesMut::with_capacity(1024);
-    while let Some(out) = rx.recv().await {
-        backlog.written();
-        head.clear();
-        if let Err(e) = encode_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut head) {
-            tracing::error!(error = %e, "cannot encode a response header");
-            continue;
-        }
-        let result = match &out.body {
-            Body::None => socket.write_all(&head).await,
-            Body::Bytes(b) => write_all_vectored(&mut socket, &[&head, b]).await,
-            Body::Records(records) => {
-                let mut parts: Vec<&[u8]> = Vec::with_capacity(records.len() + 1);
-                parts.push(&head);
-                parts.extend(records.iter().map(|r| &r[..]));
-                write_all_vectored(&mut socket, &parts).await
+    let mut frames: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH);
+    let mut heads = BytesMut::with_capacity(16 * 1024);
+    // Where each frame's head ends in `heads`; `None` for a frame whose head did not encode.
+    let mut head_ends: Vec<Option<usize>> = Vec::with_capacity(WRITE_BATCH);
+    let mut slices_room: Vec<IoSlice<'static>> = Vec::with_capacity(MAX_IOV);
+    while rx.recv_many(&mut frames, WRITE_BATCH).await > 0 {
+        backlog.written(frames.len());
+        heads.clear();
+        head_ends.clear();
+        for out in &frames {
+            match append_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut heads) {
+                Ok(_) => head_ends.push(Some(heads.len())),
+                Err(e) => {
+                    tracing::error!(error = %e, "cannot encode a response header");
+                    head_ends.push(None);
+                }
             }
-        };
+        }
+        let mut slices = reuse(std::mem::take(&mut slices_room));
+        let mut start = 0;
+        for (out, end) in frames.iter().zip(&head_ends) {
+            let Some(end) = *end else { continue };
+            slices.push(IoSlice::new(heads.get(start..end).unwrap_or_default()));
+            start = end;
+            match &out.body {
+                Body::None => {}
+                Body::Bytes(b) if b.is_empty() => {}
+                Body::Bytes(b) => slices.push(IoSlice::new(b)),
+                Body::Records(records) => slices.extend(records.iter().map(|r| IoSlice::new(r))),
+            }
+        }
+        let result = write_all_slices(&mut socket, &mut slices).await;
+        slices_room = reuse(slices);
+        frames.clear();
         // A TLS stream may hold the tail of what was written until flushed; a socket's flush
         // does nothing. Flushed once nothing more is queued, so a burst still goes in one go.
         let result = match result {
@@ -201,33 +228,26 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
     let _ = socket.shutdown().await;
 }
 
-/// Writes every part, in order, with as few system calls as the kernel allows.
-async fn write_all_vectored<W: AsyncWrite + Unpin>(socket: &mut W, parts: &[&[u8]]) -> std::io::Result<()> {
-    let mut index = 0usize;
-    let mut skip = 0usize;
-    while index < parts.len() {
-        let slices: Vec<IoSlice<'_>> = parts
-            .iter()
-            .skip(index)
-            .take(64)
-            .enumerate()
-            .map(|(i, p)| IoSlice::new(if i == 0 { p.get(skip..).unwrap_or_default() } else { p }))
-            .collect();
-        let mut n = socket.write_vectored(&slices).await?;
+/// An emptied vector of slices with the room of `v`, for slices of another lifetime: the
+/// writer keeps one allocation for its slice lists however many batches it writes (the
+/// standard library collects an empty vector's iterator into its own allocation when the
+/// element layout is the same).
+fn reuse<'a>(mut v: Vec<IoSlice<'_>>) -> Vec<IoSlice<'a>> {
+    v.clear();
+    v.into_iter().map(|_| IoSlice::new(&[])).collect()
+}
+
+/// Writes every slice, in order, with as few system calls as the kernel allows.
+async fn write_all_slices<W: AsyncWrite + Unpin>(
+    socket: &mut W,
+    mut slices: &mut [IoSlice<'_>],
+) -> std::io::Result<()> {
+    while !slices.is_empty() {
+        let n = socket.write_vectored(slices.get(..MAX_IOV).unwrap_or(slices)).await?;
         if n == 0 {
             return Err(std::io::ErrorKind::WriteZero.into());
         }
-        while index < parts.len() {
-            let left = parts.get(index).map_or(0, |p| p.len()) - skip;
-            if n >= left {
-                n -= left;
-                index += 1;
-                skip = 0;
-            } else {
-                skip += n;
-                break;
-            }
-        }
+        IoSlice::advance_slices(&mut slices, n);
     }
     Ok(())
 }

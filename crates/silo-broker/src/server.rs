@@ -171,8 +171,16 @@ impl<R: AsyncRead + Unpin + Send> Source for Unbuffered<R> {
     }
 }
 
+/// Bytes a connection asks the kernel for per read: what 32 pipelined 1 KiB sends of one
+/// producer take, so that one wake-up reads all of them.
+const READ_CHUNK: usize = 64 * 1024;
+
 /// One connection: read frames, handle them, close on a frame that does not decode or after
 /// `idle` without traffic (RocketMQ's 120 s).
+///
+/// Every frame a read brought is handled before the next read, and their answers are queued
+/// for the writer together at the end, so that the writer sends them with one system call.
+/// The idle limit is one timer per connection, re-armed when it fires, not one per read.
 async fn connection<R, W>(mut reader: R, writer: W, remote: SocketAddr, role: Role, idle: Duration)
 where
     R: Source,
@@ -187,8 +195,12 @@ where
     // reconnect storm) costs its tasks and channel, not 64 KiB.
     let mut buf = BytesMut::new();
     let mut conn = ConnState::default();
+    let mut answers: Vec<crate::connection::Outgoing> = Vec::new();
+    let idle_timer = tokio::time::sleep(idle);
+    tokio::pin!(idle_timer);
+    let mut active = tokio::time::Instant::now();
     'read: loop {
-        loop {
+        let closing = loop {
             match decoder.decode(&mut buf) {
                 Ok(Some(frame)) => {
                     if frame.header.is_response() {
@@ -217,41 +229,47 @@ where
                         channel.send(out);
                     }
                 }
-                Ok(None) => break,
+                Ok(None) => break false,
                 Err(e) => {
                     // The stream cannot be resynchronised: say why, then close.
                     tracing::warn!(%remote, error = %e, "undecodable frame; closing the connection");
-                    channel.send(response::error(
+                    answers.push(response::error(
                         0,
                         silo_wire::codes::response::SYSTEM_ERROR,
                         format!("undecodable frame: {e}"),
                     ));
-                    break 'read;
+                    break true;
                 }
             }
+        };
+        for out in answers.drain(..) {
+            channel.send(out);
+        }
+        if closing {
+            break 'read;
         }
         // A client that does not read its responses gets no more of its requests read.
         channel.backlog().room().await;
         // Give back a large buffer once it is drained, so a burst does not pin memory.
         if buf.is_empty() && buf.capacity() > 4 << 20 {
-            buf = BytesMut::with_capacity(64 * 1024);
+            buf = BytesMut::with_capacity(READ_CHUNK);
         }
         if buf.capacity() == 0 {
-            match tokio::time::timeout(idle, reader.ready()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => break,
-                Err(_) => {
+            match unless_idle(reader.ready(), idle_timer.as_mut(), active, idle).await {
+                Some(Ok(())) => {}
+                Some(Err(_)) => break,
+                None => {
                     tracing::debug!(%remote, "idle connection closed");
                     break;
                 }
             }
-            buf = BytesMut::with_capacity(64 * 1024);
+            buf = BytesMut::with_capacity(READ_CHUNK);
         }
-        buf.reserve(16 * 1024);
-        match tokio::time::timeout(idle, reader.read_buf(&mut buf)).await {
-            Ok(Ok(0)) | Ok(Err(_)) => break,
-            Ok(Ok(_)) => {}
-            Err(_) => {
+        buf.reserve(READ_CHUNK);
+        match unless_idle(reader.read_buf(&mut buf), idle_timer.as_mut(), active, idle).await {
+            Some(Ok(0)) | Some(Err(_)) => break,
+            Some(Ok(_)) => active = tokio::time::Instant::now(),
+            None => {
                 tracing::debug!(%remote, "idle connection closed");
                 break;
             }
@@ -268,6 +286,31 @@ where
     }
     drop(channel);
     let _ = writer_task.await;
+}
+
+/// `io`, unless the connection stays idle for `idle` after `active` first (`None`). The
+/// connection's one timer is polled beside it and re-armed only when it fires early, so a
+/// read registers no timer of its own.
+async fn unless_idle<T>(
+    io: impl std::future::Future<Output = T>,
+    mut timer: std::pin::Pin<&mut tokio::time::Sleep>,
+    active: tokio::time::Instant,
+    idle: Duration,
+) -> Option<T> {
+    tokio::pin!(io);
+    loop {
+        tokio::select! {
+            biased;
+            out = &mut io => return Some(out),
+            () = timer.as_mut() => {
+                let due = active + idle;
+                if tokio::time::Instant::now() >= due {
+                    return None;
+                }
+                timer.as_mut().reset(due);
+            }
+        }
+    }
 }
 
 /// The broker's background work: persist offsets, expire clients and brokers.

@@ -401,6 +401,39 @@ async fn idle_connections_are_closed() {
     assert!(waited >= Duration::from_millis(250) && waited < Duration::from_secs(5), "{waited:?}");
 }
 
+/// The idle limit counts from the last request, not from the connection's start: a client that
+/// keeps talking for several idle times stays connected, and is closed one idle time after it
+/// falls silent (the connection's one timer is re-armed, not replaced per read).
+#[tokio::test]
+async fn a_connection_in_use_stays_open_and_closes_an_idle_time_after_its_last_request() {
+    let cluster = start().await;
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let idle = Duration::from_millis(400);
+    tokio::spawn(serve(
+        listener,
+        Role::Broker(cluster.broker_state.clone()),
+        silo_broker::tls::Transport::plaintext(),
+        idle,
+        rx,
+    ));
+    let mut c = Client::connect(addr).await;
+    let talking = std::time::Instant::now();
+    while talking.elapsed() < idle * 4 {
+        let r = c.call(rq::GET_BROKER_RUNTIME_INFO, &NoHeader, b"", SerializeType::Json).await;
+        assert_eq!(r.header.code, rs::SUCCESS, "answered {:?} after {:?}", r.header.remark, talking.elapsed());
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let silent = std::time::Instant::now();
+    assert!(c.next_frame().await.is_none(), "closed without a frame");
+    let waited = silent.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
+        "closed {waited:?} after the last request"
+    );
+}
+
 /// Pull of `topic` queue 0 from 0 with an SQL92 subscription in the header.
 fn sql_pull(topic: &str, sql: &str) -> PullMessageRequestHeader {
     PullMessageRequestHeader {

@@ -101,6 +101,8 @@ impl ExtValue for bool {
 pub trait ExtField: Sized {
     fn read(ext: &ExtFields, key: &'static str) -> Result<Self, HeaderError>;
     fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError>;
+    /// Like `take`, from the value already found for `key` (`None`: the header lacks it).
+    fn take_found(found: Option<&mut ExtStr>, key: &'static str) -> Result<Self, HeaderError>;
     fn write(&self, key: &'static str, ext: &mut ExtFields);
 }
 
@@ -114,7 +116,10 @@ impl<T: ExtValue> ExtField for T {
         T::parse_ext(raw).ok_or_else(|| invalid(key, raw))
     }
     fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        let raw = ext.get_mut_ext(key).ok_or(HeaderError::Missing(key))?;
+        Self::take_found(ext.get_mut_ext(key), key)
+    }
+    fn take_found(found: Option<&mut ExtStr>, key: &'static str) -> Result<Self, HeaderError> {
+        let raw = found.ok_or(HeaderError::Missing(key))?;
         T::take_ext(raw).ok_or_else(|| invalid(key, raw))
     }
     fn write(&self, key: &'static str, ext: &mut ExtFields) {
@@ -130,7 +135,10 @@ impl<T: ExtValue> ExtField for Option<T> {
         }
     }
     fn take(ext: &mut ExtFields, key: &'static str) -> Result<Self, HeaderError> {
-        match ext.get_mut_ext(key) {
+        Self::take_found(ext.get_mut_ext(key), key)
+    }
+    fn take_found(found: Option<&mut ExtStr>, key: &'static str) -> Result<Self, HeaderError> {
+        match found {
             None => Ok(None),
             Some(raw) => T::take_ext(raw).map(Some).ok_or_else(|| invalid(key, raw)),
         }
@@ -158,8 +166,15 @@ macro_rules! custom_header {
             fn read_ext_fields(ext: &ExtFields) -> Result<Self, HeaderError> {
                 Ok(Self { $( $field: ExtField::read(ext, $key)?, )* })
             }
+            /// One pass over the fields, each name compared with the known ones (the last
+            /// occurrence of a name wins, as in a lookup), instead of one search per field.
             fn take_ext_fields(ext: &mut ExtFields) -> Result<Self, HeaderError> {
-                Ok(Self { $( $field: ExtField::take(ext, $key)?, )* })
+                $( let mut $field: Option<&mut ExtStr> = None; )*
+                for (name, value) in ext.iter_mut_ext() {
+                    let name = name.as_bytes();
+                    $( if name == $key.as_bytes() { $field = Some(value); continue; } )*
+                }
+                Ok(Self { $( $field: ExtField::take_found($field, $key)?, )* })
             }
         }
     };

@@ -108,6 +108,18 @@ impl ExtStr {
         }
     }
 
+    /// The text's bytes, without the UTF-8 check [`ExtStr::as_str`] makes: what comparisons
+    /// use, since a header's fields are looked up by comparing names many times per request.
+    #[must_use]
+    pub fn as_bytes(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Static(s) => s.as_bytes(),
+            Repr::Inline { len, buf } => buf.get(..usize::from(*len)).unwrap_or_default(),
+            Repr::Shared(bytes) => bytes,
+            Repr::Owned(s) => s.as_bytes(),
+        }
+    }
+
     #[must_use]
     pub fn as_str(&self) -> &str {
         match &self.0 {
@@ -195,7 +207,7 @@ impl From<ExtStr> for String {
 
 impl PartialEq for ExtStr {
     fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -203,37 +215,37 @@ impl Eq for ExtStr {}
 
 impl PartialEq<str> for ExtStr {
     fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<&str> for ExtStr {
     fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<String> for ExtStr {
     fn eq(&self, other: &String) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<ExtStr> for str {
     fn eq(&self, other: &ExtStr) -> bool {
-        self == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<ExtStr> for &str {
     fn eq(&self, other: &ExtStr) -> bool {
-        *self == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
 impl PartialEq<ExtStr> for String {
     fn eq(&self, other: &ExtStr) -> bool {
-        self.as_str() == other.as_str()
+        self.as_bytes() == other.as_bytes()
     }
 }
 
@@ -245,7 +257,7 @@ impl PartialOrd for ExtStr {
 
 impl Ord for ExtStr {
     fn cmp(&self, other: &Self) -> Ordering {
-        self.as_str().cmp(other.as_str())
+        self.as_bytes().cmp(other.as_bytes())
     }
 }
 

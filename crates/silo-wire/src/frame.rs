@@ -163,6 +163,42 @@ pub fn encode_frame_head<B: BufMut + ?Sized>(
     Ok(FRAME_PREFIX_LEN.saturating_add(header_len))
 }
 
+/// [`encode_frame_head`] into a growable buffer in one pass: the header is written after room
+/// for the prefix, which is filled in once its length is known, instead of encoding it twice
+/// (once to measure it). What the connection writers use for every answer.
+pub fn append_frame_head(
+    header: &RemotingHeader,
+    serialize: SerializeType,
+    body_len: usize,
+    out: &mut bytes::BytesMut,
+) -> Result<usize, EncodeError> {
+    let start = out.len();
+    out.put_bytes(0, FRAME_PREFIX_LEN);
+    if let Err(e) = header.encode(serialize, out) {
+        out.truncate(start);
+        return Err(e);
+    }
+    let header_len = out.len().saturating_sub(start).saturating_sub(FRAME_PREFIX_LEN);
+    let lengths = (header_len <= 0x00FF_FFFF)
+        .then(|| header_len.checked_add(4).and_then(|n| n.checked_add(body_len)).and_then(|n| i32::try_from(n).ok()))
+        .flatten();
+    let Some(frame_len) = lengths else {
+        out.truncate(start);
+        return Err(if header_len > 0x00FF_FFFF {
+            EncodeError::TooLarge { what: "header", len: header_len }
+        } else {
+            EncodeError::TooLarge { what: "frame", len: body_len }
+        });
+    };
+    let word = (u32::from(serialize.code()) << 24) | u32::try_from(header_len).unwrap_or(0);
+    if let Some(prefix) = out.get_mut(start..start.saturating_add(FRAME_PREFIX_LEN)) {
+        let (len_bytes, word_bytes) = prefix.split_at_mut(4);
+        len_bytes.copy_from_slice(&frame_len.to_be_bytes());
+        word_bytes.copy_from_slice(&word.to_be_bytes());
+    }
+    Ok(FRAME_PREFIX_LEN.saturating_add(header_len))
+}
+
 /// Writes a whole frame.
 pub fn encode_frame<B: BufMut + ?Sized>(
     header: &RemotingHeader,
@@ -178,6 +214,20 @@ pub fn encode_frame<B: BufMut + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_head_appended_in_one_pass_is_the_head_encoded_in_two() {
+        let mut h = RemotingHeader::request(310, 9);
+        h.ext_fields.insert("b", "TopicTest");
+        h.remark = Some("caf\u{e9} \"quoted\"".into());
+        for serialize in [SerializeType::Json, SerializeType::RocketMq] {
+            let mut two_pass = Vec::new();
+            let n = encode_frame_head(&h, serialize, 1234, &mut two_pass).expect("encodes");
+            let mut one_pass = bytes::BytesMut::from(&b"before"[..]);
+            let m = append_frame_head(&h, serialize, 1234, &mut one_pass).expect("encodes");
+            assert_eq!((n, &one_pass[6..]), (m, &two_pass[..]));
+        }
+    }
 
     fn sample() -> Vec<u8> {
         let mut h = RemotingHeader::request(310, 9);

@@ -127,6 +127,12 @@ impl ExtFields {
         self.0.iter_mut().rev().find(|(k, _)| k == key).map(|(_, v)| v)
     }
 
+    /// Every field, its value open to change or to be moved out: one pass over the header
+    /// for a typed header that takes all its fields at once.
+    pub fn iter_mut_ext(&mut self) -> impl Iterator<Item = (&ExtStr, &mut ExtStr)> {
+        self.0.iter_mut().map(|(k, v)| (&*k, v))
+    }
+
     /// Removes every field, keeping the room for reuse.
     pub fn clear(&mut self) {
         self.0.clear();
