@@ -1,6 +1,9 @@
-//! A client connection: frames in through the codec's incremental decoder, frames out through
-//! a writer task, so that responses (including parked pulls answered later) and broker-initiated
-//! requests (NOTIFY_CONSUMER_IDS_CHANGED) share one ordered outgoing stream.
+//! A client connection's outgoing side. One task per connection reads the requests and writes
+//! the answers: what a read brought is answered and written with one vectored write before the
+//! next read, so a pipelined burst costs a read and a write, not a hop to another task per
+//! answer. Frames made elsewhere (parked pulls answered later, answers that waited for a flush,
+//! broker-initiated requests such as NOTIFY_CONSUMER_IDS_CHANGED) are queued on the
+//! connection's [`Channel`], which wakes that task, and go out in the same ordered stream.
 //!
 //! Pull responses carry their records as [`MessageRef`]s: the header is encoded into a small
 //! buffer and the records go from the mapped commit log to the socket with vectored writes,
@@ -9,7 +12,7 @@
 use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, Ordering};
 
 use bytes::{Bytes, BytesMut};
 use silo_store::MessageRef;
@@ -48,39 +51,6 @@ pub struct Outgoing {
     pub body: Body,
 }
 
-/// Frames queued for a connection's writer beyond which the connection reads no more
-/// requests: a client that stops reading its responses then meets TCP's flow control instead
-/// of growing the broker's memory (Netty's write-buffer high-water mark, in frames).
-pub const MAX_QUEUED_FRAMES: usize = 256;
-
-/// How many frames wait for a connection's writer, and a wake-up when they drain.
-#[derive(Debug, Default)]
-pub struct Backlog {
-    queued: AtomicUsize,
-    drained: tokio::sync::Notify,
-}
-
-impl Backlog {
-    /// Waits until fewer than [`MAX_QUEUED_FRAMES`] frames are queued.
-    pub async fn room(&self) {
-        loop {
-            let drained = self.drained.notified();
-            if self.queued.load(Ordering::Acquire) < MAX_QUEUED_FRAMES {
-                return;
-            }
-            drained.await;
-        }
-    }
-
-    /// `n` frames left the queue; wakes the reader when the queue falls to half its limit.
-    fn written(&self, n: usize) {
-        let before = self.queued.fetch_sub(n, Ordering::AcqRel);
-        if before > MAX_QUEUED_FRAMES / 2 && before.saturating_sub(n) <= MAX_QUEUED_FRAMES / 2 {
-            self.drained.notify_waiters();
-        }
-    }
-}
-
 /// The sending side of a connection, cheap to clone and share (e.g. with the consumer registry
 /// for notifications).
 #[derive(Debug, Clone)]
@@ -89,29 +59,18 @@ pub struct Channel {
     pub id: u64,
     tx: mpsc::UnboundedSender<Outgoing>,
     opaque: Arc<AtomicI32>,
-    backlog: Arc<Backlog>,
     /// Requests the broker sent to the client that wait for its answer, by opaque.
     awaiting: Arc<std::sync::Mutex<std::collections::HashMap<i32, tokio::sync::oneshot::Sender<silo_wire::Frame>>>>,
 }
 
 impl Channel {
     pub fn new(remote: SocketAddr, id: u64, tx: mpsc::UnboundedSender<Outgoing>) -> Self {
-        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)), backlog: Arc::default(), awaiting: Arc::default() }
+        Self { remote, id, tx, opaque: Arc::new(AtomicI32::new(1)), awaiting: Arc::default() }
     }
 
     /// Queues a frame; false if the connection is gone.
     pub fn send(&self, out: Outgoing) -> bool {
-        self.backlog.queued.fetch_add(1, Ordering::AcqRel);
-        let sent = self.tx.send(out).is_ok();
-        if !sent {
-            self.backlog.written(1);
-        }
-        sent
-    }
-
-    /// The frames waiting for this connection's writer.
-    pub fn backlog(&self) -> &Arc<Backlog> {
-        &self.backlog
+        self.tx.send(out).is_ok()
     }
 
     /// A one-way request from the broker to the client.
@@ -165,44 +124,43 @@ impl Channel {
     }
 }
 
-/// Frames written with one vectored write at most: a burst of pipelined answers goes out in
-/// one system call instead of one per answer.
-const WRITE_BATCH: usize = 64;
-
 /// Slices one `writev` takes at most (Linux's IOV_MAX is 1024).
 const MAX_IOV: usize = 1024;
 
-/// Writes frames from `rx` to the socket until the channel or the socket closes. Whatever is
-/// queued when the writer wakes goes out together: the heads encoded one after the other
-/// into one buffer, the bodies beside them as slices, in one vectored write.
-pub async fn write_loop<W: AsyncWrite + Unpin>(
-    mut socket: W,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    backlog: Arc<Backlog>,
-) {
-    let mut frames: Vec<Outgoing> = Vec::with_capacity(WRITE_BATCH);
-    let mut heads = BytesMut::with_capacity(16 * 1024);
-    // Where each frame's head ends in `heads`; `None` for a frame whose head did not encode.
-    let mut head_ends: Vec<Option<usize>> = Vec::with_capacity(WRITE_BATCH);
-    let mut slices_room: Vec<IoSlice<'static>> = Vec::with_capacity(MAX_IOV);
-    while rx.recv_many(&mut frames, WRITE_BATCH).await > 0 {
-        backlog.written(frames.len());
-        heads.clear();
-        head_ends.clear();
-        for out in &frames {
-            match append_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut heads) {
-                Ok(_) => head_ends.push(Some(heads.len())),
+/// Encodes and writes batches of frames: the heads one after the other into one buffer, the
+/// bodies beside them as slices (stored records straight from the mapped log), in one
+/// vectored write. Its buffers are kept from batch to batch, so writing allocates nothing.
+#[derive(Debug, Default)]
+pub struct FrameWriter {
+    heads: BytesMut,
+    /// Where each frame's head ends in `heads`; `None` for a frame whose head did not encode.
+    head_ends: Vec<Option<usize>>,
+    slices_room: Vec<IoSlice<'static>>,
+}
+
+impl FrameWriter {
+    /// Writes `frames`, in order, and empties it (keeping its room).
+    pub async fn write<W: AsyncWrite + Unpin>(
+        &mut self,
+        socket: &mut W,
+        frames: &mut Vec<Outgoing>,
+    ) -> std::io::Result<()> {
+        self.heads.clear();
+        self.head_ends.clear();
+        for out in frames.iter() {
+            match append_frame_head(&out.header, SerializeType::Json, out.body.len(), &mut self.heads) {
+                Ok(_) => self.head_ends.push(Some(self.heads.len())),
                 Err(e) => {
                     tracing::error!(error = %e, "cannot encode a response header");
-                    head_ends.push(None);
+                    self.head_ends.push(None);
                 }
             }
         }
-        let mut slices = reuse(std::mem::take(&mut slices_room));
+        let mut slices = reuse(std::mem::take(&mut self.slices_room));
         let mut start = 0;
-        for (out, end) in frames.iter().zip(&head_ends) {
+        for (out, end) in frames.iter().zip(&self.head_ends) {
             let Some(end) = *end else { continue };
-            slices.push(IoSlice::new(heads.get(start..end).unwrap_or_default()));
+            slices.push(IoSlice::new(self.heads.get(start..end).unwrap_or_default()));
             start = end;
             match &out.body {
                 Body::None => {}
@@ -211,21 +169,14 @@ pub async fn write_loop<W: AsyncWrite + Unpin>(
                 Body::Records(records) => slices.extend(records.iter().map(|r| IoSlice::new(r))),
             }
         }
-        let result = write_all_slices(&mut socket, &mut slices).await;
-        slices_room = reuse(slices);
+        let result = write_all_slices(socket, &mut slices).await;
+        self.slices_room = reuse(slices);
         frames.clear();
         // A TLS stream may hold the tail of what was written until flushed; a socket's flush
-        // does nothing. Flushed once nothing more is queued, so a burst still goes in one go.
-        let result = match result {
-            Ok(()) if rx.is_empty() => socket.flush().await,
-            other => other,
-        };
-        if let Err(e) = result {
-            tracing::debug!(error = %e, "connection closed while writing");
-            return;
-        }
+        // does nothing.
+        result?;
+        socket.flush().await
     }
-    let _ = socket.shutdown().await;
 }
 
 /// An emptied vector of slices with the room of `v`, for slices of another lifetime: the

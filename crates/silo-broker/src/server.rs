@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 
 use crate::broker::{Broker, ConnState};
 use crate::cmd;
-use crate::connection::{Channel, write_loop};
+use crate::connection::{Channel, FrameWriter, Outgoing};
 use crate::namesrv::RouteTable;
 use crate::response;
 use crate::tls::{Accepted, Transport};
@@ -175,27 +175,37 @@ impl<R: AsyncRead + Unpin + Send> Source for Unbuffered<R> {
 /// producer take, so that one wake-up reads all of them.
 const READ_CHUNK: usize = 64 * 1024;
 
-/// One connection: read frames, handle them, close on a frame that does not decode or after
-/// `idle` without traffic (RocketMQ's 120 s).
+/// Answers written out at most this many at a time while a long read is still being handled,
+/// so that the client's pipeline is refilled while the rest is handled, not after all of it.
+const ANSWERS_PER_WRITE: usize = 16;
+
+/// Frames queued by others (parked pulls, flushed sends, notifications) taken per turn.
+const QUEUED_PER_TURN: usize = 256;
+
+/// One connection: read frames, handle them, write the answers; close on a frame that does not
+/// decode or after `idle` without a request (RocketMQ's 120 s).
 ///
-/// Every frame a read brought is handled before the next read, and their answers are queued
-/// for the writer together at the end, so that the writer sends them with one system call.
-/// The idle limit is one timer per connection, re-armed when it fires, not one per read.
-async fn connection<R, W>(mut reader: R, writer: W, remote: SocketAddr, role: Role, idle: Duration)
+/// One task does it all: every frame a read brought is handled and its answer written with
+/// the others, in one vectored write, before the next read (a hop to a writer task per burst
+/// cost two context switches on a busy core). While a write waits for the client to read, no
+/// more of its requests are read: a client that stops reading its answers meets TCP's flow
+/// control instead of growing the broker's memory. The idle limit is one timer per
+/// connection, re-armed when it fires, not one per read.
+async fn connection<R, W>(mut reader: R, mut writer: W, remote: SocketAddr, role: Role, idle: Duration)
 where
     R: Source,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, rx) = mpsc::unbounded_channel();
+    let (tx, mut queued) = mpsc::unbounded_channel();
     let id = CONNECTION_IDS.fetch_add(1, Ordering::Relaxed);
     let channel = Channel::new(remote, id, tx);
-    let writer_task = tokio::spawn(write_loop(writer, rx, Arc::clone(channel.backlog())));
     let decoder = FrameDecoder::default();
     // No read buffer until the first bytes arrive: an idle connection (10,000 of them after a
-    // reconnect storm) costs its tasks and channel, not 64 KiB.
+    // reconnect storm) costs its task and channel, not 64 KiB.
     let mut buf = BytesMut::new();
     let mut conn = ConnState::default();
-    let mut answers: Vec<crate::connection::Outgoing> = Vec::new();
+    let mut out: Vec<Outgoing> = Vec::new();
+    let mut frames_out = FrameWriter::default();
     let idle_timer = tokio::time::sleep(idle);
     tokio::pin!(idle_timer);
     let mut active = tokio::time::Instant::now();
@@ -208,32 +218,36 @@ where
                         continue;
                     }
                     let code = frame.header.code;
-                    let out = match &role {
+                    let answer = match &role {
                         Role::Broker(b) => cmd::dispatch::broker_request(b, &mut conn, &channel, frame),
                         Role::NameServer(t, auth) => {
-                            let out = cmd::dispatch::namesrv_request(t, auth.as_deref(), &frame, remote.ip());
+                            let answer = cmd::dispatch::namesrv_request(t, auth.as_deref(), &frame, remote.ip());
                             if code == silo_wire::codes::request::REGISTER_BROKER
-                                && out.as_ref().is_none_or(|o| o.header.code == silo_wire::codes::response::SUCCESS)
+                                && answer.as_ref().is_none_or(|o| o.header.code == silo_wire::codes::response::SUCCESS)
                                 && let Some(addr) = frame.header.ext_fields.get("brokerAddr")
                             {
                                 t.registered_on(id, addr);
                             }
-                            out
+                            answer
                         }
                     };
-                    if let Some(out) = out {
-                        if let Some(problem) = out.header.remark.as_deref().filter(|r| r.starts_with("bad request")) {
+                    if let Some(answer) = answer {
+                        if let Some(problem) = answer.header.remark.as_deref().filter(|r| r.starts_with("bad request"))
+                        {
                             // Input the Java broker would refuse too: say who sent it and what.
                             tracing::warn!(client = %remote, request = code, %problem, "request refused");
                         }
-                        channel.send(out);
+                        out.push(answer);
+                        if out.len() >= ANSWERS_PER_WRITE && frames_out.write(&mut writer, &mut out).await.is_err() {
+                            break 'read;
+                        }
                     }
                 }
                 Ok(None) => break false,
                 Err(e) => {
                     // The stream cannot be resynchronised: say why, then close.
                     tracing::warn!(%remote, error = %e, "undecodable frame; closing the connection");
-                    answers.push(response::error(
+                    out.push(response::error(
                         0,
                         silo_wire::codes::response::SYSTEM_ERROR,
                         format!("undecodable frame: {e}"),
@@ -242,37 +256,48 @@ where
                 }
             }
         };
-        for out in answers.drain(..) {
-            channel.send(out);
+        while out.len() < QUEUED_PER_TURN
+            && let Ok(frame) = queued.try_recv()
+        {
+            out.push(frame);
+        }
+        if !out.is_empty() && frames_out.write(&mut writer, &mut out).await.is_err() {
+            tracing::debug!(%remote, "connection closed while writing");
+            break;
         }
         if closing {
-            break 'read;
+            break;
         }
-        // A client that does not read its responses gets no more of its requests read.
-        channel.backlog().room().await;
         // Give back a large buffer once it is drained, so a burst does not pin memory.
         if buf.is_empty() && buf.capacity() > 4 << 20 {
             buf = BytesMut::with_capacity(READ_CHUNK);
         }
         if buf.capacity() == 0 {
-            match unless_idle(reader.ready(), idle_timer.as_mut(), active, idle).await {
-                Some(Ok(())) => {}
-                Some(Err(_)) => break,
+            tokio::select! {
+                biased;
+                ready = unless_idle(reader.ready(), idle_timer.as_mut(), active, idle) => match ready {
+                    Some(Ok(())) => buf = BytesMut::with_capacity(READ_CHUNK),
+                    Some(Err(_)) => break,
+                    None => {
+                        tracing::debug!(%remote, "idle connection closed");
+                        break;
+                    }
+                },
+                _ = queued.recv_many(&mut out, QUEUED_PER_TURN) => continue,
+            }
+        }
+        buf.reserve(READ_CHUNK);
+        tokio::select! {
+            biased;
+            read = unless_idle(reader.read_buf(&mut buf), idle_timer.as_mut(), active, idle) => match read {
+                Some(Ok(0)) | Some(Err(_)) => break,
+                Some(Ok(_)) => active = tokio::time::Instant::now(),
                 None => {
                     tracing::debug!(%remote, "idle connection closed");
                     break;
                 }
-            }
-            buf = BytesMut::with_capacity(READ_CHUNK);
-        }
-        buf.reserve(READ_CHUNK);
-        match unless_idle(reader.read_buf(&mut buf), idle_timer.as_mut(), active, idle).await {
-            Some(Ok(0)) | Some(Err(_)) => break,
-            Some(Ok(_)) => active = tokio::time::Instant::now(),
-            None => {
-                tracing::debug!(%remote, "idle connection closed");
-                break;
-            }
+            },
+            _ = queued.recv_many(&mut out, QUEUED_PER_TURN) => {}
         }
     }
     match &role {
@@ -285,7 +310,7 @@ where
         Role::NameServer(t, _) => t.channel_closed(id),
     }
     drop(channel);
-    let _ = writer_task.await;
+    let _ = writer.shutdown().await;
 }
 
 /// `io`, unless the connection stays idle for `idle` after `active` first (`None`). The

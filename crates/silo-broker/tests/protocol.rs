@@ -420,18 +420,16 @@ async fn a_connection_in_use_stays_open_and_closes_an_idle_time_after_its_last_r
     ));
     let mut c = Client::connect(addr).await;
     let talking = std::time::Instant::now();
+    let mut last_request = talking;
     while talking.elapsed() < idle * 4 {
+        last_request = std::time::Instant::now();
         let r = c.call(rq::GET_BROKER_RUNTIME_INFO, &NoHeader, b"", SerializeType::Json).await;
         assert_eq!(r.header.code, rs::SUCCESS, "answered {:?} after {:?}", r.header.remark, talking.elapsed());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let silent = std::time::Instant::now();
     assert!(c.next_frame().await.is_none(), "closed without a frame");
-    let waited = silent.elapsed();
-    assert!(
-        waited >= Duration::from_millis(300) && waited < Duration::from_secs(5),
-        "closed {waited:?} after the last request"
-    );
+    let waited = last_request.elapsed();
+    assert!(waited >= idle && waited < Duration::from_secs(5), "closed {waited:?} after the last request");
 }
 
 /// Pull of `topic` queue 0 from 0 with an SQL92 subscription in the header.
@@ -468,7 +466,16 @@ async fn bad_selectors_transaction_ends_and_timer_properties_get_clear_errors_an
         assert!(remark.contains("offset") || remark.contains(what), "no position in {remark:?}");
         assert!(remark.len() < 1024, "the remark echoes a huge selector: {} bytes", remark.len());
     }
-    let r = c.call(rq::PULL_MESSAGE, &sql_pull("Guarded", "a > 6 OR a = 2"), &[], SerializeType::Json).await;
+    // Acknowledged sends reach the consume queue a moment later (the dispatcher's round):
+    // pull until they have, within a bound.
+    let dispatched = std::time::Instant::now() + Duration::from_secs(5);
+    let r = loop {
+        let r = c.call(rq::PULL_MESSAGE, &sql_pull("Guarded", "a > 6 OR a = 2"), &[], SerializeType::Json).await;
+        if r.header.code == rs::SUCCESS || std::time::Instant::now() > dispatched {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
     assert_eq!(r.header.code, rs::SUCCESS);
     assert_eq!(records(&r.body), ["m2", "m7", "m8", "m9"]);
 
