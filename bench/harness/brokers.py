@@ -17,6 +17,8 @@ SILO = "silo"
 APACHE = "apache"
 RUST = "rocketmq-rust"
 ALL = [SILO, APACHE, RUST]
+# The ceiling: `silo bench null-broker`, which acknowledges every send and stores nothing.
+NULL = "null"
 # Master/slave pairs (docs/replication.md): not in the default list.
 SILO_ASYNC_PAIR = "silo-async-pair"
 SILO_SYNC_PAIR = "silo-sync-pair"
@@ -25,6 +27,7 @@ APACHE_SYNC_PAIR = "apache-sync-pair"
 PAIRS = [SILO_ASYNC_PAIR, SILO_SYNC_PAIR, APACHE_ASYNC_PAIR, APACHE_SYNC_PAIR]
 
 LABELS = {SILO: "Silo", APACHE: "Apache RocketMQ 5.3.3", RUST: "rocketmq-rust 1.0.0",
+          NULL: "null broker (ceiling)",
           SILO_ASYNC_PAIR: "Silo ASYNC_MASTER + slave", SILO_SYNC_PAIR: "Silo SYNC_MASTER + slave",
           APACHE_ASYNC_PAIR: "Apache 5.3.3 ASYNC_MASTER + slave",
           APACHE_SYNC_PAIR: "Apache 5.3.3 SYNC_MASTER (inSyncReplicas=2) + slave"}
@@ -126,6 +129,31 @@ class Silo(Broker):
         return procs._cmd([str(self.ctx.silo_bin), "--version"])
 
 
+class NullBroker(Broker):
+    """`silo bench null-broker`: name server and broker on one port, every send answered SEND_OK
+    at once and nothing stored. What a generator reaches with no broker work at all: the row
+    each table compares the brokers with."""
+
+    key = NULL
+
+    def start(self):
+        self.dir.mkdir(parents=True, exist_ok=True)
+        n, _ = procs.pick_ports()
+        self.namesrv = self.broker = f"127.0.0.1:{n}"
+        argv = [str(self.ctx.silo_bin), "bench", "null-broker", "--listen", self.namesrv,
+                "--queues", str(self.ctx.queues)]
+        self.proc = procs.spawn(argv, self.dir / "null-broker.log")
+        self.pids = {"null-broker": self.proc.pid}
+        if not procs.wait_port(n, time.monotonic() + self.ctx.start_timeout, self.proc):
+            raise RuntimeError(f"silo bench null-broker did not come up; see {self.dir / 'null-broker.log'}")
+
+    def stop(self):
+        procs.stop(getattr(self, "proc", None))
+
+    def version(self):
+        return procs._cmd([str(self.ctx.silo_bin), "--version"])
+
+
 class Apache(Broker):
     """Apache RocketMQ 5.3.3 through interop/java-client/rocketmq-server.sh (unmodified Maven
     Central jars; that script also keeps the HA port on loopback)."""
@@ -147,7 +175,8 @@ class Apache(Broker):
                 "--store-dir", str(self.data), "--timeout", str(int(self.ctx.start_timeout)),
                 "--broker-conf-extra", str(extra)]
         with open(self.dir / "start.log", "ab") as out:
-            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3)
+            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3,
+                               preexec_fn=procs.pinned("broker"))
         self.started = True
         if r.returncode != 0:
             raise RuntimeError(f"rocketmq-server.sh start failed; see {self.dir / 'start.log'}")
@@ -301,7 +330,8 @@ class ApachePair(Apache):
                 "--broker-port", str(s), "--broker-heap", self.ctx.apache_broker_heap, "--flush", self.flush,
                 "--timeout", str(int(self.ctx.start_timeout)), "--broker-conf-extra", str(extra)]
         with open(self.slave_dir / "start.log", "ab") as out:
-            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3)
+            r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3,
+                               preexec_fn=procs.pinned("broker"))
         self.slave_started = True
         if r.returncode != 0:
             raise RuntimeError(f"the Apache slave did not start; see {self.slave_dir / 'start.log'}")
@@ -392,7 +422,7 @@ class LagSampler:
                 "ms_p99": round(1000 * q(by_time, 0.99), 1), "ms_max": round(1000 * by_time[-1], 1)}
 
 
-CLASSES = {SILO: Silo, APACHE: Apache, RUST: RocketmqRust, SILO_ASYNC_PAIR: SiloAsyncPair,
+CLASSES = {SILO: Silo, NULL: NullBroker, APACHE: Apache, RUST: RocketmqRust, SILO_ASYNC_PAIR: SiloAsyncPair,
            SILO_SYNC_PAIR: SiloSyncPair, APACHE_ASYNC_PAIR: ApacheAsyncPair, APACHE_SYNC_PAIR: ApacheSyncPair}
 
 

@@ -76,7 +76,8 @@ class SiloBench(Generator):
             f.write("$ " + " ".join(argv) + "\n")
             f.flush()
             start = time.monotonic()
-            r = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, timeout=timeout)
+            r = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
+                               preexec_fn=procs.pinned("generator"))
             end = time.monotonic()
         if r.returncode != 0 or not report.exists():
             raise RuntimeError(f"silo bench {argv[2]} failed (exit {r.returncode}); see {out_dir / 'generator.log'}")
@@ -105,7 +106,7 @@ class SiloBench(Generator):
             argv = ["produce"] + common + [
                 "--size", str(wl.size), "--duration", str(duration), "--producers", str(wl.producers),
                 "--mode", wl.mode, "--inflight", str(c.inflight), "--batch", str(wl.batch),
-                "--queues", str(c.queues)] + rated
+                "--queues", str(wl.queue_count(c))] + rated
             rep = self._run(argv, out_dir, "produce", c.duration + 300)
         elif wl.kind == "e2e":
             argv = ["e2e"] + common + ["--size", str(wl.size), "--duration", str(duration)]
@@ -115,12 +116,12 @@ class SiloBench(Generator):
         elif wl.kind in ("consume", "pop"):
             fill = ["produce"] + common + [
                 "--size", str(wl.size), "--count", str(c.backlog), "--producers", "4", "--mode", "pipelined",
-                "--inflight", str(c.inflight), "--batch", "1", "--queues", str(c.queues)]
+                "--inflight", str(c.inflight), "--batch", "1", "--queues", str(wl.queue_count(c))]
             if wl.filter:
                 fill += ["--classes", str(FILTER_CLASSES)]
             log(f"  filling a backlog of {c.backlog} messages")
             filled = self._run(fill, out_dir, "fill", fill_timeout(c.backlog))
-            stored = offsets_sum(broker, topic, c.queues)
+            stored = offsets_sum(broker, topic, wl.queue_count(c))
             if stored == 0:
                 raise RuntimeError("the backlog fill stored no message")
             if wl.kind == "pop":
@@ -142,7 +143,7 @@ class SiloBench(Generator):
         elif wl.kind == "timers":
             argv = ["timers"] + common + [
                 "--count", str(c.timers), "--spread", str(c.timer_spread), "--size", str(wl.size),
-                "--producers", str(wl.producers), "--inflight", str(c.inflight), "--queues", str(c.queues),
+                "--producers", str(wl.producers), "--inflight", str(c.inflight), "--queues", str(wl.queue_count(c)),
                 "--group", f"{topic}-g"] + broker_pids(broker)
             log(f"  {c.timers} timers due over {c.timer_spread:g} s")
             rep = self._run(argv, out_dir, "timers", fill_timeout(c.timers) + c.timer_spread + 120)
@@ -150,7 +151,7 @@ class SiloBench(Generator):
             argv = ["timers", "--pending"] + common + [
                 "--count", str(c.pending_timers), "--idle", str(c.idle_window), "--baseline", str(c.idle_window),
                 "--size", str(wl.size),
-                "--producers", str(wl.producers), "--inflight", str(c.inflight), "--queues", str(c.queues)
+                "--producers", str(wl.producers), "--inflight", str(c.inflight), "--queues", str(wl.queue_count(c))
             ] + broker_pids(broker)
             log(f"  {c.idle_window:g} s idle, {c.pending_timers} timers due in an hour, {c.idle_window:g} s idle")
             rep = self._run(argv, out_dir, "timers-pending", fill_timeout(c.pending_timers) + 2 * c.idle_window + 120)
@@ -252,20 +253,20 @@ class JavaTools(Generator):
     def run_produce(self, wl, broker, topic, out_dir):
         c = self.ctx
         main, args = self.produce_args(wl, topic, broker.namesrv)
-        base = offsets_sum(broker, topic, c.queues)
+        base = offsets_sum(broker, topic, wl.queue_count(c))
         tool = self._start(main, args, out_dir)
         notes = []
         try:
             deadline = time.monotonic() + 120
-            while offsets_sum(broker, topic, c.queues) <= base:
+            while offsets_sum(broker, topic, wl.queue_count(c)) <= base:
                 if tool.proc.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"the Java producer never stored a message; see {out_dir / 'generator.log'}")
                 time.sleep(0.2)
             time.sleep(c.warmup)
             t0 = time.monotonic()
-            o0 = offsets_sum(broker, topic, c.queues)
+            o0 = offsets_sum(broker, topic, wl.queue_count(c))
             time.sleep(c.duration)
-            o1 = offsets_sum(broker, topic, c.queues)
+            o1 = offsets_sum(broker, topic, wl.queue_count(c))
             t1 = time.monotonic()
             if tool.proc.poll() is not None:
                 raise RuntimeError(f"the Java producer exited early; see {out_dir / 'generator.log'}")
@@ -295,7 +296,7 @@ class JavaTools(Generator):
         return {
             "workload": wl.name,
             "params": {"tool": main.rsplit(".", 1)[1], "args": args + ["-ri", "1000"], "size": wl.size,
-                       "duration_secs": c.duration, "warmup_secs": c.warmup, "queues": c.queues},
+                       "duration_secs": c.duration, "warmup_secs": c.warmup, "queues": wl.queue_count(c)},
             "msgs": msgs,
             "errors": errors,
             "elapsed_secs": round(t1 - t0, 3),
@@ -319,7 +320,7 @@ class JavaTools(Generator):
         try:
             deadline = fill_start + fill_timeout(c.backlog)
             while True:
-                stored = offsets_sum(broker, topic, c.queues)
+                stored = offsets_sum(broker, topic, wl.queue_count(c))
                 if stored >= c.backlog or fill.proc.poll() is not None:
                     break
                 if time.monotonic() > deadline:
@@ -328,7 +329,7 @@ class JavaTools(Generator):
             fill_secs = time.monotonic() - fill_start
         finally:
             fill.stop()
-        stored = offsets_sum(broker, topic, c.queues)
+        stored = offsets_sum(broker, topic, wl.queue_count(c))
         if stored < c.backlog:
             notes.append(f"backlog: only {stored} of {c.backlog} sends were stored")
         # 2. A new consumer group reads it from the first offset (all three brokers start a new
@@ -343,7 +344,7 @@ class JavaTools(Generator):
             deadline = t0 + 120 + stored / 2000
             done_at = None
             while time.monotonic() < deadline:
-                committed = remoting.consumer_offsets(broker.broker, group, topic, c.queues)
+                committed = remoting.consumer_offsets(broker.broker, group, topic, wl.queue_count(c))
                 if all(x is not None for x in committed) and sum(committed) >= stored:
                     done_at = time.monotonic()
                     break
@@ -385,7 +386,7 @@ class JavaTools(Generator):
         return {
             "workload": wl.name,
             "params": {"tool": "Consumer", "args": ["-n", broker.namesrv, "-t", topic, "-g", group, "-ri", "1000"],
-                       "size": wl.size, "backlog": stored, "queues": c.queues},
+                       "size": wl.size, "backlog": stored, "queues": wl.queue_count(c)},
             "msgs": stored,
             "errors": reports[-1]["fail"],
             "elapsed_secs": round(elapsed, 3),

@@ -56,12 +56,27 @@ def wait_port(port, deadline, proc=None):
 
 # --- processes ---------------------------------------------------------------------------------
 
-def spawn(argv, log_path, env=None, cwd=None):
+# --pin: the CPU the brokers (and everything they start) run on, and the CPU of the load
+# generators; None when not pinned. Set once by bench/compare before anything starts.
+PINS = {"broker": None, "generator": None}
+
+
+def pinned(role):
+    """A preexec_fn that binds the child to the CPU of `role` ("broker" or "generator"), as
+    `taskset -c CPU` would; the child's own children inherit it (a JVM sizes its thread pools
+    by it). None when --pin is off."""
+    cpu = PINS.get(role)
+    if cpu is None:
+        return None
+    return lambda: os.sched_setaffinity(0, {cpu})
+
+
+def spawn(argv, log_path, env=None, cwd=None, role="broker"):
     """Starts argv in its own process group with stdout and stderr appended to log_path."""
     out = open(log_path, "ab")
     try:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True)
+                                env=env, cwd=cwd, start_new_session=True, preexec_fn=pinned(role))
     finally:
         out.close()
 
@@ -88,13 +103,13 @@ class LineReader:
     """Runs a command with its stdout (and stderr) piped; keeps (monotonic time, line) pairs and
     copies every line to a log file. For generators whose progress lines we parse as they come."""
 
-    def __init__(self, argv, log_path, env=None, cwd=None):
+    def __init__(self, argv, log_path, env=None, cwd=None, role="generator"):
         self.lines = []
         self.lock = threading.Lock()
         self.log = open(log_path, "a", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
-                                     text=True, errors="replace", bufsize=1)
+                                     text=True, errors="replace", bufsize=1, preexec_fn=pinned(role))
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -208,14 +223,16 @@ class Sampler:
         return out
 
     def peak_between(self, t0, t1):
-        """Largest sampled VmRSS and RssAnon per process within [t0, t1], in bytes."""
+        """Largest sampled VmRSS, RssAnon and RssFile per process within [t0, t1], in bytes."""
         with self.lock:
             window = [s for s in self.samples if t0 <= s[0] <= t1]
         out = {}
         for name in self.pids:
             rss = [m[name][1]["VmRSS"] for _, m in window if m[name][1]]
             anon = [m[name][1]["RssAnon"] for _, m in window if m[name][1]]
-            out[name] = {"rss": max(rss) if rss else None, "anon": max(anon) if anon else None}
+            file = [m[name][1]["RssFile"] for _, m in window if m[name][1]]
+            out[name] = {"rss": max(rss) if rss else None, "anon": max(anon) if anon else None,
+                         "file": max(file) if file else None}
         return out
 
 

@@ -45,14 +45,20 @@ def _figures(r):
         "idle": (res.get("idle_rss_bytes") or {}).get("total"),
         "peak": (res.get("peak_rss_bytes") or {}).get("total"),
         "anon": (res.get("peak_rss_anon_bytes_sampled") or {}).get("total"),
+        "file": (res.get("peak_rss_file_bytes_sampled") or {}).get("total"),
         "cpu": (res.get("cpu_secs") or {}).get("total"),
         "cpu_msg": res.get("cpu_us_per_msg"),
     }
 
 
 HEADER = ("| Broker | Generator | msgs/s | MB/s | p50 ms | p99 ms | avg ms | max ms | idle RSS MiB | peak RSS MiB "
-          "| peak anon MiB | CPU s | CPU µs/msg | errors | load |")
-RULE = "|" + "---|" * 15
+          "| peak file MiB | peak anon MiB | CPU s | CPU µs/msg | errors | load |")
+RULE = "|" + "---|" * 16
+
+# What the memory columns are, under every table that has them.
+MEMORY_NOTE = ("peak RSS: VmHWM, the most the processes ever had resident, file pages included. Of it, peak file: "
+               "mapped file pages (the store's segments, a JVM's jars), page cache the kernel drops and reads again "
+               "as it needs; peak anon: the processes' own memory (heap, buffers, stacks). Both sampled every 0.2 s.")
 
 
 def markdown(results, workload_names, what):
@@ -76,19 +82,19 @@ def markdown(results, workload_names, what):
         for r in rows:
             label = brokers.LABELS.get(r["broker"], r["broker"])
             if r.get("status") != "ok":
-                out.append(f"| {label} | {r['generator']} | {r.get('status')}: {r.get('error', '')} |" + " |" * 12)
+                out.append(f"| {label} | {r['generator']} | {r.get('status')}: {r.get('error', '')} |" + " |" * 13)
                 continue
             f = _figures(r)
             load = _num((r.get("loadavg_at_start") or [None])[0], 1)
             out.append(f"| {label} | {r['generator']} | {_num(f['rate'])} | {_num(f['mb'], 1)} | {_ms(f['p50'])} "
                        f"| {_ms(f['p99'])} | {_ms(f['avg'])} | {_ms(f['max'])} | {_mib(f['idle'])} | {_mib(f['peak'])} "
-                       f"| {_mib(f['anon'])} | {_num(f['cpu'], 1)} | {_num(f['cpu_msg'], 1)} | {_num(r.get('errors'))} | {load} |")
+                       f"| {_mib(f['file'])} | {_mib(f['anon'])} | {_num(f['cpu'], 1)} | {_num(f['cpu_msg'], 1)} | {_num(r.get('errors'))} | {load} |")
         for gen in sorted({r["generator"] for r in rows}):
             ok = {r["broker"]: _figures(r) for r in rows if r["generator"] == gen and r.get("status") == "ok"}
             silo = ok.get(brokers.SILO)
             if not silo:
                 continue
-            for other in (brokers.APACHE, brokers.RUST):
+            for other in (brokers.APACHE, brokers.RUST, brokers.NULL):
                 o = ok.get(other)
                 if not o:
                     continue
@@ -96,10 +102,12 @@ def markdown(results, workload_names, what):
                            f"| {_ratio(silo['mb'], o['mb'])} | {_ratio(silo['p50'], o['p50'])} "
                            f"| {_ratio(silo['p99'], o['p99'])} | {_ratio(silo['avg'], o['avg'])} "
                            f"| {_ratio(silo['max'], o['max'])} | {_ratio(silo['idle'], o['idle'])} "
-                           f"| {_ratio(silo['peak'], o['peak'])} | {_ratio(silo['anon'], o['anon'])} "
+                           f"| {_ratio(silo['peak'], o['peak'])} | {_ratio(silo['file'], o['file'])} "
+                           f"| {_ratio(silo['anon'], o['anon'])} "
                            f"| {_ratio(silo['cpu'], o['cpu'])} "
                            f"| {_ratio(silo['cpu_msg'], o['cpu_msg'])} | | |")
         out.append("")
+        out.append(MEMORY_NOTE + "\n")
         out.extend(_replication_table(wl, rows))
     return "\n".join(out)
 
@@ -183,7 +191,7 @@ def _rated_table(wl, rows, what):
                        f"| {_num(r.get('errors'))} | {load} |")
         ok = {r["broker"]: _rated_figures(r) for r in at if r.get("status") == "ok"}
         silo = ok.get(brokers.SILO)
-        for other in (brokers.APACHE, brokers.RUST):
+        for other in (brokers.APACHE, brokers.RUST, brokers.NULL):
             o = ok.get(other)
             if not silo or not o:
                 continue

@@ -14,7 +14,11 @@ class Workload:
     flush: str = None  # "sync" forces SYNC_FLUSH whatever --flush says
     default: bool = True  # part of the default set
     filter: str = None  # consume: "sql" or "tag", over a backlog sorted into FILTER_CLASSES classes
+    queues: int = None  # queues of the topic; None: --queues
     what: str = ""
+
+    def queue_count(self, ctx):
+        return self.queues or ctx.queues
 
 
 WORKLOADS = [
@@ -50,6 +54,28 @@ WORKLOADS = [
              "1,000,000 x 1 KiB messages, acknowledging each (POP_MESSAGE of 32, then one ACK_MESSAGE per "
              "message): msgs/s and the latency of one pop-and-ack cycle"),
 ]
+
+# Scaling with the work: pipelined 1 KiB sends at 1, 4, 16 and 64 producers (8 queues), and at
+# 1, 8 and 64 queues (4 producers). pipelined-1k-4p, with the default 8 queues, is the point both
+# curves share. `--workloads scaling` runs them all; charts.py draws them as curves.
+SCALE_PRODUCERS = [1, 4, 16, 64]
+SCALE_QUEUES = [1, 8, 64]
+for _p in SCALE_PRODUCERS:
+    if _p != 4:
+        WORKLOADS.append(Workload(f"pipelined-1k-{_p}p", "produce", 1024, producers=_p, mode="pipelined", default=False,
+                                  queues=8, what=f"(scaling) {_p} producers, 1 KiB messages, many sends in flight, 8 queues"))
+for _q in SCALE_QUEUES:
+    if _q != 8:
+        WORKLOADS.append(Workload(f"pipelined-1k-4p-{_q}q", "produce", 1024, producers=4, mode="pipelined",
+                                  default=False, queues=_q,
+                                  what=f"(scaling) 4 producers, 1 KiB messages, many sends in flight, {_q} queue"
+                                  + ("s" if _q > 1 else "")))
+SCALING = {
+    "producers": [(p, "pipelined-1k-4p" if p == 4 else f"pipelined-1k-{p}p") for p in SCALE_PRODUCERS],
+    "queues": [(q, "pipelined-1k-4p" if q == 8 else f"pipelined-1k-4p-{q}q") for q in SCALE_QUEUES],
+}
+# What `--workloads scaling` stands for.
+SCALING_WORKLOADS = list(dict.fromkeys(name for curve in SCALING.values() for _, name in curve))
 
 # Filtered catch-ups: message i of the backlog has the tag T{i % 10} and the property a = i % 10.
 FILTER_CLASSES = 10

@@ -10,6 +10,8 @@
 //! - `visibility`: from a send's acknowledgement until a pull returns the message, for a new
 //!   topic, after the broker was idle, and under load.
 //! - `pop`: POP consumption of the backlog, each message acknowledged (POP + ACK).
+//! - `null-broker`: no load, the ceiling: a responder that acknowledges every send without
+//!   storing it, to run a generator against.
 //! - `timers`: 5.x timer messages (`TIMER_DELIVER_MS`): how late they arrive against the time
 //!   they were due, or (`--pending`) what a broker holding many future timers costs while idle.
 //!
@@ -24,6 +26,7 @@
 
 mod consume;
 mod e2e;
+mod null_broker;
 mod pop;
 mod produce;
 mod progress;
@@ -66,6 +69,9 @@ enum Workload {
     Timers(TimersArgs),
     /// POP consumption of the backlog: pop, then acknowledge every message (POP + ACK).
     Pop(PopArgs),
+    /// Not a load but its ceiling: a responder on loopback, name server and broker on one
+    /// port, that answers every send SEND_OK at once and stores nothing.
+    NullBroker(null_broker::NullBrokerArgs),
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
@@ -418,6 +424,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
             Workload::Visibility(a) => visibility::visibility(a).await,
             Workload::Timers(a) => timers::timers(a).await,
             Workload::Pop(a) => pop::pop(a).await,
+            Workload::NullBroker(a) => null_broker::null_broker(a).await,
         }
     })
 }
