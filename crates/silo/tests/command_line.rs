@@ -382,3 +382,43 @@ fn consume_follow_prints_new_messages_and_commits_on_interrupt() {
     let progress: Value = serde_json::from_str(&silo(&s, &["admin", "--json", "group", "follow-g"], "")).unwrap();
     assert_eq!(progress["lag"], 0, "{progress}");
 }
+
+/// The ceiling row of `bench/compare`: `silo bench null-broker` routes a topic with the queues
+/// it was created with, acknowledges every send and batch, and its queues' max offsets count
+/// the messages (what the harness reads to count the Java tools' sends).
+#[test]
+fn the_null_broker_acknowledges_every_send_and_counts_them_in_its_offsets() {
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let child = Command::new(env!("CARGO_BIN_EXE_silo"))
+        .args(["bench", "null-broker", "--listen", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _null = Killed(child);
+    await_listening(&[port]);
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("produce.json").to_str().unwrap().to_owned();
+    let single = ["bench", "produce", "-t", "Ceiling", "--queues", "3", "--count", "3000", "--producers", "2"];
+    common::silo_cli(&addr, &[&single[..], &["--report", &report]].concat(), "");
+    let r: Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    assert_eq!((r["msgs"].as_u64(), r["errors"].as_u64()), (Some(3000), Some(0)), "{r}");
+    let batches = ["bench", "produce", "-t", "Ceiling", "--queues", "3", "--count", "640", "--batch", "32"];
+    common::silo_cli(&addr, &[&batches[..], &["--mode", "sync"]].concat(), "");
+
+    let route: Value =
+        serde_json::from_str(&common::silo_cli(&addr, &["admin", "topic", "route", "Ceiling", "--json"], ""))
+            .expect("a JSON route");
+    assert!(route.to_string().contains("\"writeQueueNums\":3"), "{route}");
+    let mut stored = 0u64;
+    for queue in ["0", "1", "2"] {
+        let answer = common::call(
+            addr.parse().unwrap(),
+            silo_wire::codes::request::GET_MAX_OFFSET,
+            &[("topic", "Ceiling"), ("queueId", queue)],
+        );
+        stored += answer.header.ext_fields.get("offset").and_then(|o| o.parse::<u64>().ok()).expect("an offset");
+    }
+    assert_eq!(stored, 3640, "max offsets of the three queues");
+}

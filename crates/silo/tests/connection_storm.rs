@@ -15,8 +15,8 @@ use common::SiloServer;
 use silo_wire::codes::request;
 
 const CONNECTIONS: usize = 10_000;
-/// What one idle connection may cost the broker: its two tasks and its channel (about 2.6 KiB
-/// measured; it holds no read buffer until bytes arrive).
+/// What one idle connection may cost the broker: its task and its channel (it holds no read
+/// buffer until bytes arrive, and no write buffer until it answers).
 const IDLE_CONNECTION_BUDGET: u64 = 6 * 1024;
 
 /// Room for the connections on both ends: the soft limit on open files up to the hard one.

@@ -415,7 +415,14 @@ fn client(common: &Common) -> Client {
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    // The null broker on one thread: a responder that does nothing per request but read and
+    // write should not pay for waking a second worker thread per request either.
+    let mut builder = if matches!(args.workload, Workload::NullBroker(_)) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+    };
+    let runtime = builder.enable_all().build()?;
     runtime.block_on(async move {
         match args.workload {
             Workload::Produce(a) => produce::produce(a).await,

@@ -1,7 +1,7 @@
 //! `silo bench null-broker`: the ceiling a load generator and loopback allow. A responder that
 //! speaks just enough of the remoting protocol, name server and broker on one port, for a
-//! producer to run against it (routes, cluster info, topic creation, heartbeats) and answers
-//! every send with SEND_OK at once, storing nothing.
+//! producer to run against it (routes, cluster info, topic creation, heartbeats, each queue's
+//! max offset) and answers every send with SEND_OK at once, storing nothing.
 //!
 //! It is as cheap as a responder can be, so that a table row run against it measures the
 //! generator and the kernel's loopback, not a broker: one task per connection, every frame a
@@ -100,7 +100,7 @@ impl Responder {
                 if frame.header.is_response() || frame.header.is_oneway() {
                     continue;
                 }
-                self.answer(&frame.header, &mut output)?;
+                self.answer(&frame.header, &frame.body, &mut output)?;
             }
             socket.write_all(&output).await?;
             output.clear();
@@ -124,7 +124,7 @@ impl Responder {
     }
 
     /// Appends the answer to one request.
-    fn answer(&self, request: &RemotingHeader, out: &mut BytesMut) -> anyhow::Result<()> {
+    fn answer(&self, request: &RemotingHeader, body: &[u8], out: &mut BytesMut) -> anyhow::Result<()> {
         let mut header = RemotingHeader::response(rs::SUCCESS, request.opaque, None);
         let route;
         let body: &[u8] = match request.code {
@@ -136,10 +136,17 @@ impl Responder {
                     .and_then(|q| q.parse::<i32>().ok())
                     .filter(|q| (0..MAX_QUEUES).contains(q))
                     .unwrap_or(0);
+                // A batch takes one offset per message, as in a broker, so that the queue's max
+                // offset counts messages (what the harness reads to count the Java tools' sends).
+                let messages = if request.code == rq::SEND_BATCH_MESSAGE {
+                    i64::try_from(silo_wire::decode_batch(body).count()).unwrap_or(1).max(1)
+                } else {
+                    1
+                };
                 let offset = self
                     .offsets
                     .get(usize::try_from(queue).unwrap_or(0))
-                    .map_or(0, |o| o.fetch_add(1, Ordering::Relaxed));
+                    .map_or(0, |o| o.fetch_add(messages, Ordering::Relaxed));
                 let ext = &mut header.ext_fields;
                 ext.insert("msgId", ExtStr::from(offset_msg_id(self.addr, offset).as_str()));
                 ext.insert("queueId", ExtStr::format(format_args!("{queue}")));
@@ -154,6 +161,12 @@ impl Responder {
                 if let Some(queues) = queues.filter(|q| (1..=MAX_QUEUES).contains(q)) {
                     self.topics.lock().unwrap_or_else(|e| e.into_inner()).insert(topic.to_owned(), queues);
                 }
+                &[]
+            }
+            rq::GET_MAX_OFFSET => {
+                let queue = request.ext_fields.get("queueId").and_then(|q| q.parse::<usize>().ok()).unwrap_or(0);
+                let offset = self.offsets.get(queue).map_or(0, |o| o.load(Ordering::Relaxed));
+                header.ext_fields.insert("offset", ExtStr::format(format_args!("{offset}")));
                 &[]
             }
             rq::GET_ROUTEINFO_BY_TOPIC => {
