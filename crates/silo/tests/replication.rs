@@ -212,6 +212,12 @@ fn a_silo_slave_copies_a_silo_sync_master_and_serves_its_consumers_when_it_dies(
     let master_data = group.master_data.clone();
     let slave_data = dir.path().join("slave");
     let (_slave, slave_addr) = silo_slave(&slave_data, ns, &["slaveReadEnable=true"]);
+    // Until its slave is linked, a synchronous master answers SLAVE_NOT_AVAILABLE, as Java's does.
+    wait_until("the slave to link to its synchronous master", Duration::from_secs(60), || {
+        let status = call(master_addr, rq::GET_BROKER_HA_STATUS, &[]);
+        decode_json_body::<silo_wire::body::HaRuntimeInfo>(&status.body)
+            .is_ok_and(|ha| !ha.ha_connection_info.is_empty())
+    });
 
     // A stock Java client produces to the pair (every send acknowledged as SEND_OK: a synchronous
     // master answers only once the slave has the message) and consumes with group G.
