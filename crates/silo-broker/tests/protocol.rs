@@ -381,19 +381,26 @@ async fn a_thousand_concurrent_connections_are_served() {
     assert_eq!(ok, 1000);
 }
 
-#[tokio::test]
-async fn idle_connections_are_closed() {
-    let cluster = start().await;
+/// The cluster's broker served on a listener of its own with the idle limit `idle`; it serves
+/// while the returned sender lives.
+async fn serve_with_idle(cluster: &Cluster, idle: Duration) -> (SocketAddr, tokio::sync::watch::Sender<bool>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
-    let (_tx, rx) = tokio::sync::watch::channel(false);
+    let (tx, rx) = tokio::sync::watch::channel(false);
     tokio::spawn(serve(
         listener,
         Role::Broker(cluster.broker_state.clone()),
         silo_broker::tls::Transport::plaintext(),
-        Duration::from_millis(300),
+        idle,
         rx,
     ));
+    (addr, tx)
+}
+
+#[tokio::test]
+async fn idle_connections_are_closed() {
+    let cluster = start().await;
+    let (addr, _running) = serve_with_idle(&cluster, Duration::from_millis(300)).await;
     let mut c = Client::connect(addr).await;
     let started = std::time::Instant::now();
     assert!(c.next_frame().await.is_none(), "closed without a frame");
@@ -407,17 +414,8 @@ async fn idle_connections_are_closed() {
 #[tokio::test]
 async fn a_connection_in_use_stays_open_and_closes_an_idle_time_after_its_last_request() {
     let cluster = start().await;
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    let (_tx, rx) = tokio::sync::watch::channel(false);
     let idle = Duration::from_millis(400);
-    tokio::spawn(serve(
-        listener,
-        Role::Broker(cluster.broker_state.clone()),
-        silo_broker::tls::Transport::plaintext(),
-        idle,
-        rx,
-    ));
+    let (addr, _running) = serve_with_idle(&cluster, idle).await;
     let mut c = Client::connect(addr).await;
     let talking = std::time::Instant::now();
     let mut last_request = talking;
