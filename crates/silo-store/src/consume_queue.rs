@@ -12,6 +12,11 @@ use crate::mapped::{MappedFile, file_name, parse_file_name};
 
 pub const UNIT_SIZE: usize = 20;
 
+/// Disk space a consume-queue file is given ahead of its units: files are sparse, and each
+/// step of 16 KiB (819 units) is reserved before the first unit that needs it. A queue that
+/// holds one message takes one step of disk, not the file's 5.7 MiB.
+const RESERVE_STEP: usize = 16 * 1024;
+
 /// The placeholder unit Java writes for logical offsets that have no message (a queue whose
 /// first file starts past 0, or a gap found during recovery).
 pub const BLANK_UNIT: Unit = Unit { commit_log_offset: 0, size: i32::MAX, tags_code: 0 };
@@ -208,7 +213,7 @@ impl ConsumeQueue {
                 wrote += UNIT_SIZE;
             }
             if wrote < self.file_size {
-                let rest_nonzero = bytes.get(wrote + UNIT_SIZE..).is_some_and(|b| b.iter().any(|x| *x != 0));
+                let rest_nonzero = file.holds_data_from(wrote + UNIT_SIZE)?;
                 let later_files = i + 1 < count;
                 if rest_nonzero || later_files {
                     tracing::error!(path = %file.path().display(), at = wrote, "damaged consume-queue unit; the queue will be rebuilt from the commit log");
@@ -216,8 +221,11 @@ impl ConsumeQueue {
                     return Ok(LoadOutcome::Damaged);
                 }
                 file.set_recovered(wrote);
-                // The rest of this file is a torn tail, to be overwritten.
-                file.zero_tail(wrote)?;
+                // What follows the last valid unit reads as zeros but for the unit itself,
+                // which may be torn: zero just that one (the writer overwrites it next).
+                if bytes.get(wrote..wrote + UNIT_SIZE).is_some_and(|u| u.iter().any(|x| *x != 0)) {
+                    file.zero_range(wrote, UNIT_SIZE)?;
+                }
                 break;
             }
             file.set_recovered(wrote);
@@ -273,6 +281,9 @@ impl ConsumeQueue {
         let byte = (offset as u64).saturating_mul(UNIT_SIZE as u64);
         let file = self.file_for_write(byte)?;
         let pos = (byte - file.start()) as usize;
+        // Space comes a step ahead of the units, never past them, so a full disk fails here
+        // with a typed error rather than as SIGBUS inside the write.
+        file.reserve_through(pos + UNIT_SIZE, RESERVE_STEP)?;
         // SAFETY: the dispatcher is the only writer of consume queues and `pos` is the file's
         // write position (units are written in order), past anything published.
         unsafe { file.write_at(pos, &[&unit.encode()]) };
@@ -287,14 +298,12 @@ impl ConsumeQueue {
                 && byte >= last.start()
                 && byte < last.end()
             {
-                // A file opened from disk gets its space before its first new unit.
-                last.reserve()?;
                 return Ok(Arc::clone(last));
             }
         }
         let start = byte - byte % self.file_size as u64;
         self.fs.create_dir_all(&self.dir).map_err(StoreError::io("create", &self.dir))?;
-        let file = MappedFile::create(&self.fs, &self.dir.join(file_name(start)), start, self.file_size)?;
+        let file = MappedFile::create_sparse(&self.fs, &self.dir.join(file_name(start)), start, self.file_size)?;
         self.names_dirty.store(true, Ordering::Release);
         file.no_readahead();
         let file = Arc::new(file);
@@ -303,6 +312,7 @@ impl ConsumeQueue {
             // A queue whose first unit lies past 0 (e.g. after retention removed every file):
             // Java pre-fills the file's head with blank units, so that scans see valid units.
             let head = (byte - start) as usize;
+            file.reserve_through(head, RESERVE_STEP)?;
             for pos in (0..head).step_by(UNIT_SIZE) {
                 // SAFETY: the file is new and unpublished; the dispatcher is the only writer.
                 unsafe { file.write_at(pos, &[&BLANK_UNIT.encode()]) };
@@ -380,8 +390,10 @@ impl ConsumeQueue {
                 continue;
             }
             let pos = (byte - last.start()) as usize;
+            // Only the units written past `pos` hold bytes: zero those, not the sparse rest.
+            let wrote = last.wrote();
             last.set_recovered(pos);
-            last.zero_tail(pos)?;
+            last.zero_range(pos, wrote.saturating_sub(pos))?;
             break;
         }
         self.max_offset.store(max, Ordering::Release);
@@ -528,5 +540,60 @@ mod tests {
         assert_eq!(cq.load().unwrap(), LoadOutcome::Clean);
         assert_eq!(cq.max_offset(), 3);
         assert_eq!(std::fs::read(&path).unwrap()[3 * UNIT_SIZE..], [0u8; 5 * UNIT_SIZE]);
+    }
+
+    /// Blocks a file really holds on disk.
+    fn disk_bytes(path: &Path) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).unwrap().blocks() * 512
+    }
+
+    #[test]
+    fn a_queue_takes_disk_for_its_units_not_for_its_whole_file() {
+        // Java's file size: 300,000 units of 20 bytes.
+        const FILE: usize = 300_000 * UNIT_SIZE;
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, FILE);
+        cq.put(0, unit(0)).unwrap();
+        cq.flush(true).unwrap();
+        let path = dir.path().join("T/0").join(file_name(0));
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), FILE as u64, "the file keeps Java's size");
+        assert!(disk_bytes(&path) <= RESERVE_STEP as u64, "one unit took {} bytes of disk", disk_bytes(&path));
+        // Units past the first step get their space as they come.
+        for i in 1..2_000 {
+            cq.put(i, unit(i)).unwrap();
+        }
+        cq.flush(true).unwrap();
+        let held = disk_bytes(&path);
+        assert!(held >= (2_000 * UNIT_SIZE) as u64 && held <= (2_000 * UNIT_SIZE + 2 * RESERVE_STEP) as u64, "{held}");
+        drop(cq);
+        // Reloading finds every unit and leaves the tail sparse.
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, FILE);
+        assert_eq!(cq.load().unwrap(), LoadOutcome::Clean);
+        assert_eq!(cq.max_offset(), 2_000);
+        assert_eq!(cq.get(1_999), Some(unit(1_999)));
+        assert_eq!(disk_bytes(&path), held, "loading gave the sparse tail no blocks");
+        cq.put(2_000, unit(2_000)).unwrap();
+        assert_eq!(cq.get(2_000), Some(unit(2_000)));
+    }
+
+    #[test]
+    fn a_valid_unit_far_past_a_hole_still_marks_the_queue_damaged() {
+        const FILE: usize = 300_000 * UNIT_SIZE;
+        let dir = tempfile::tempdir().unwrap();
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, FILE);
+        for i in 0..3 {
+            cq.put(i, unit(i)).unwrap();
+        }
+        cq.flush(true).unwrap();
+        drop(cq);
+        let path = dir.path().join("T/0").join(file_name(0));
+        // A unit 4 MB in, past the reserved step and a hole; unit 3 is invalid.
+        let far = 200_000 * UNIT_SIZE;
+        let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&f, &unit(9).encode(), far as u64).unwrap();
+        drop(f);
+        let cq = ConsumeQueue::new(&crate::fs::real(), dir.path(), "T", 0, FILE);
+        assert_eq!(cq.load().unwrap(), LoadOutcome::Damaged, "the data past the hole was found");
     }
 }

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
 
-pub use real::RealFs;
+pub use real::{RealFs, mappings_in_use};
 pub use sim::SimFs;
 
 /// How [`Fs::map_file`] finds the file.
@@ -31,6 +31,10 @@ pub enum MapMode {
     /// reserve its space. Fails with [`io::ErrorKind::StorageFull`] (and leaves no file
     /// behind) when the file system cannot hold it.
     Create,
+    /// Create the file at full size, or reuse an empty leftover, without reserving its space:
+    /// the caller reserves it ahead of its writes with [`Region::reserve_range`]. For files of
+    /// which most stay nearly empty (a consume queue per queue).
+    CreateSparse,
 }
 
 /// Space on the file system holding a path, in bytes.
@@ -79,6 +83,15 @@ pub trait Region: Send + Sync + Debug {
     /// Gives every byte of the region a block on disk, so that writing into the mapping can
     /// never meet a full file system.
     fn reserve(&self) -> io::Result<Reservation>;
+    /// Gives bytes `[offset, offset + len)` blocks on disk, as [`reserve`](Region::reserve)
+    /// does for the whole region.
+    fn reserve_range(&self, offset: usize, len: usize) -> io::Result<Reservation>;
+    /// The first stretch `[start, end)` at or after `from` that may hold bytes other than
+    /// zero, or `None` if everything from `from` on reads as zeros. A file system that cannot
+    /// tell answers `[from, len)`: the caller then looks at every byte.
+    fn next_data(&self, from: usize) -> io::Result<Option<(usize, usize)>> {
+        Ok((from < self.len()).then_some((from, self.len())))
+    }
     /// Makes `[from, len)` read as zeros, durably, keeping the space reserved.
     fn zero_from(&self, from: usize) -> io::Result<()>;
     /// Tells the kernel not to read ahead (files written and read a few bytes at a time).

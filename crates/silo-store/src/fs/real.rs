@@ -122,14 +122,14 @@ impl Fs for RealFs {
         let region = match mode {
             MapMode::Open => {
                 let file = OpenOptions::new().read(true).write(true).open(path)?;
-                RealRegion::map(file, size)?
+                RealRegion::map(path, file, size)?
             }
-            MapMode::Create => {
+            MapMode::Create | MapMode::CreateSparse => {
                 let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path)?;
                 let created = (|| {
                     file.set_len(size as u64)?;
-                    let region = RealRegion::map(file, size)?;
-                    if region.reserve()? == Reservation::Unsupported {
+                    let region = RealRegion::map(path, file, size)?;
+                    if mode == MapMode::Create && region.reserve()? == Reservation::Unsupported {
                         tracing::warn!(path = %path.display(),
                             "this file system can neither preallocate nor fill files: a full disk may stop the broker (SIGBUS)");
                     }
@@ -172,29 +172,57 @@ impl Fs for RealFs {
     }
 }
 
+/// The process's memory mappings and the kernel's limit on them (`vm.max_map_count`), where
+/// the system says; every mapped store file (a consume queue per queue) is one mapping.
+pub fn mappings_in_use() -> Option<(usize, usize)> {
+    let limit = std::fs::read_to_string("/proc/sys/vm/max_map_count").ok()?.trim().parse().ok()?;
+    let maps = std::fs::read("/proc/self/maps").ok()?;
+    Some((maps.iter().filter(|b| **b == b'\n').count(), limit))
+}
+
 /// A file mapped shared, read-write.
+///
+/// The region keeps no descriptor open: the mapping holds the file, and `msync` needs no
+/// descriptor. A broker with a consume queue per queue would otherwise hold a descriptor per
+/// queue and meet the process's limit (often 1,024 or 20,000) long before anything else. The
+/// rarer operations that need one (reserving space, finding data past a position) open the
+/// file for the call.
 #[derive(Debug)]
 struct RealRegion {
-    file: File,
+    path: PathBuf,
     map: MmapRaw,
     len: usize,
 }
 
 impl RealRegion {
-    fn map(file: File, len: usize) -> io::Result<Self> {
-        let map = MmapOptions::new().len(len).map_raw(&file)?;
-        Ok(Self { file, map, len })
+    fn map(path: &Path, file: File, len: usize) -> io::Result<Self> {
+        let map = MmapOptions::new().len(len).map_raw(&file).map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::NOMEM.raw_os_error())
+                && let Some((used, limit)) = mappings_in_use()
+            {
+                io::Error::new(e.kind(), format!(
+                    "{e}: {used} of vm.max_map_count {limit} mappings in use (each consume-queue file is one); raise it, e.g. sysctl vm.max_map_count=655360"))
+            } else {
+                e
+            }
+        })?;
+        Ok(Self { path: path.to_owned(), map, len })
     }
 
-    /// Writes zeros into the holes of the file (where it has no blocks), for file systems
-    /// that cannot preallocate. Data already there is left alone.
-    fn fill_holes(&self) -> io::Result<Reservation> {
+    fn file(&self) -> io::Result<File> {
+        OpenOptions::new().read(true).write(true).open(&self.path)
+    }
+
+    /// Writes zeros into the holes of `[from, to)` (where the file has no blocks), for file
+    /// systems that cannot preallocate. Data already there is left alone.
+    fn fill_holes(&self, from: u64, to: u64) -> io::Result<Reservation> {
         use rustix::fs::{SeekFrom, seek};
-        let len = self.len as u64;
+        let len = to.min(self.len as u64);
+        let file = self.file()?;
         let zeros = vec![0u8; FILL_STEP];
-        let mut pos = 0u64;
+        let mut pos = from;
         while pos < len {
-            let hole = match seek(&self.file, SeekFrom::Hole(pos)) {
+            let hole = match seek(&file, SeekFrom::Hole(pos)) {
                 Ok(h) => h,
                 Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => return Ok(Reservation::Unsupported),
                 Err(e) => return Err(e.into()),
@@ -202,7 +230,7 @@ impl RealRegion {
             if hole >= len {
                 break;
             }
-            let data = match seek(&self.file, SeekFrom::Data(hole)) {
+            let data = match seek(&file, SeekFrom::Data(hole)) {
                 Ok(d) => d.min(len),
                 Err(rustix::io::Errno::NXIO) => len,
                 Err(e) => return Err(e.into()),
@@ -210,7 +238,7 @@ impl RealRegion {
             let mut at = hole;
             while at < data {
                 let n = ((data - at) as usize).min(FILL_STEP);
-                self.file.write_all_at(zeros.get(..n).unwrap_or(&zeros), at)?;
+                file.write_all_at(zeros.get(..n).unwrap_or(&zeros), at)?;
                 at += n as u64;
             }
             pos = data;
@@ -233,11 +261,44 @@ impl Region for RealRegion {
     }
 
     fn reserve(&self) -> io::Result<Reservation> {
-        match rustix::fs::fallocate(&self.file, FallocateFlags::empty(), 0, self.len as u64) {
+        self.reserve_range(0, self.len)
+    }
+
+    fn reserve_range(&self, offset: usize, len: usize) -> io::Result<Reservation> {
+        let end = offset.saturating_add(len).min(self.len);
+        if end <= offset {
+            return Ok(Reservation::Reserved);
+        }
+        match rustix::fs::fallocate(&self.file()?, FallocateFlags::empty(), offset as u64, (end - offset) as u64) {
             Ok(()) => Ok(Reservation::Reserved),
-            Err(rustix::io::Errno::NOTSUP) => self.fill_holes(),
+            Err(rustix::io::Errno::NOTSUP) => self.fill_holes(offset as u64, end as u64),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// `SEEK_DATA` and `SEEK_HOLE`: a hole, and on ext4 and XFS a preallocated extent never
+    /// written, reads as zeros without being read.
+    fn next_data(&self, from: usize) -> io::Result<Option<(usize, usize)>> {
+        use rustix::fs::{SeekFrom, seek};
+        if from >= self.len {
+            return Ok(None);
+        }
+        let file = self.file()?;
+        let start = match seek(&file, SeekFrom::Data(from as u64)) {
+            Ok(d) => d,
+            Err(rustix::io::Errno::NXIO) => return Ok(None),
+            Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOTSUP) => return Ok(Some((from, self.len))),
+            Err(e) => return Err(e.into()),
+        };
+        let start = usize::try_from(start).unwrap_or(usize::MAX);
+        if start >= self.len {
+            return Ok(None);
+        }
+        let end = match seek(&file, SeekFrom::Hole(start as u64)) {
+            Ok(h) => usize::try_from(h).unwrap_or(usize::MAX).min(self.len),
+            Err(_) => self.len,
+        };
+        Ok(Some((start, end.max(start))))
     }
 
     fn zero_from(&self, from: usize) -> io::Result<()> {
@@ -246,8 +307,9 @@ impl Region for RealRegion {
         }
         let len = (self.len - from) as u64;
         let keep = FallocateFlags::KEEP_SIZE;
-        if rustix::fs::fallocate(&self.file, FallocateFlags::ZERO_RANGE | keep, from as u64, len).is_err() {
-            if rustix::fs::fallocate(&self.file, FallocateFlags::PUNCH_HOLE | keep, from as u64, len).is_ok() {
+        let file = self.file()?;
+        if rustix::fs::fallocate(&file, FallocateFlags::ZERO_RANGE | keep, from as u64, len).is_err() {
+            if rustix::fs::fallocate(&file, FallocateFlags::PUNCH_HOLE | keep, from as u64, len).is_ok() {
                 // The hole gave the space back: take it again. On a full disk that fails, and the
                 // file stays sparse: files opened from disk are reserved before their first
                 // write anyway, so recovery goes on and the writer meets the full disk instead.

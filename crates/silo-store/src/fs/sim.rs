@@ -525,7 +525,9 @@ impl Fs for SimFs {
         let mut m = self.machine();
         let file = match mode {
             MapMode::Open => Self::file(&m, path)?,
-            MapMode::Create => {
+            // The simulated disk counts a sparse file at its full size: its full-disk faults
+            // then strike consume queues where they struck before.
+            MapMode::Create | MapMode::CreateSparse => {
                 self.op(&mut m)?;
                 Self::check_parent(&m, path)?;
                 match m.live.get(path) {
@@ -633,6 +635,10 @@ impl Region for SimRegion {
     }
 
     fn reserve(&self) -> io::Result<Reservation> {
+        Ok(Reservation::Reserved)
+    }
+
+    fn reserve_range(&self, _offset: usize, _len: usize) -> io::Result<Reservation> {
         Ok(Reservation::Reserved)
     }
 

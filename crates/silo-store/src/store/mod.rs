@@ -130,6 +130,15 @@ impl Store {
         tracing::info!(root = %root.display(), abnormal = report.abnormal, log_end = report.log_end,
             truncated = report.truncated_bytes, redispatched = report.redispatched_records,
             elapsed_ms = report.elapsed.as_millis() as u64, "store opened");
+        if let Some((used, limit)) = crate::fs::mappings_in_use()
+            && used.saturating_mul(10) > limit.saturating_mul(8)
+        {
+            tracing::warn!(
+                used,
+                limit,
+                "most of vm.max_map_count is in use at start (each consume-queue file is one mapping): new queues will fail to map once it is reached; raise it, e.g. sysctl vm.max_map_count=655360"
+            );
+        }
         Ok((store, report))
     }
 
