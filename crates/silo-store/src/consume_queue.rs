@@ -436,6 +436,12 @@ impl ConsumeQueue {
         Ok(())
     }
 
+    /// Whether [`flush`](Self::flush) has anything to do: a new file's name or unflushed units.
+    pub fn needs_flush(&self) -> bool {
+        self.names_dirty.load(Ordering::Acquire)
+            || self.files.read().unwrap_or_else(|e| e.into_inner()).iter().any(|f| f.dirty() > 0)
+    }
+
     /// Flushes dirty units; returns whether anything was written. Unless `whole`, the page
     /// the dispatcher is filling is left for later ([`MappedFile::flush_completed_pages`]).
     pub fn flush(&self, whole: bool) -> Result<bool> {

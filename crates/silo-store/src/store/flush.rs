@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::inner::Inner;
 use crate::config::FlushMode;
+use crate::consume_queue::ConsumeQueue;
 use crate::error::{Result, StoreError};
 
 impl Inner {
@@ -79,9 +80,8 @@ impl Inner {
     pub(super) fn flush_queues_and_checkpoint(&self, whole: bool) -> Result<()> {
         self.refuse_if_stopped()?;
         let ts = self.last_dispatched_timestamp.load(Ordering::Acquire);
-        for q in self.all_queues() {
-            q.flush(whole).map_err(|e| self.sync_failed(e))?;
-        }
+        let dirty: Vec<Arc<ConsumeQueue>> = self.all_queues().into_iter().filter(|q| q.needs_flush()).collect();
+        flush_queues(&dirty, whole).map_err(|e| self.sync_failed(e))?;
         if !whole {
             return Ok(());
         }
@@ -128,14 +128,44 @@ impl Inner {
         self.flush_queues_and_checkpoint(true)
     }
 
-    pub(super) fn run_flusher(self: &Arc<Self>) {
-        let mut last_queue_flush = Instant::now();
+    /// The consume queues' flusher, on a thread of its own: with many queues a round can take
+    /// seconds (one write per dirty queue), and the commit log's group commit must not wait
+    /// behind it.
+    pub(super) fn run_queue_flusher(self: &Arc<Self>) {
         let mut last_whole_queue_flush = Instant::now();
+        let mut dispatched_before = self.dispatched.load(Ordering::Acquire);
+        loop {
+            if !self.is_shut_down() {
+                std::thread::park_timeout(self.config.consume_queue_flush_interval);
+            }
+            if self.is_shut_down() {
+                // `Store::shutdown` does the final flush once every thread has stopped.
+                return;
+            }
+            // The index and the checkpoint go with the whole flushes, every thorough
+            // interval (10 s by default; every round in synchronous mode's 1 s).
+            let dispatched = self.dispatched.load(Ordering::Acquire);
+            let dispatching = dispatched != dispatched_before;
+            dispatched_before = dispatched;
+            let thorough = match self.config.flush {
+                FlushMode::Async { thorough_interval, .. } => {
+                    !dispatching || last_whole_queue_flush.elapsed() >= thorough_interval.saturating_mul(6)
+                }
+                FlushMode::Sync { .. } => true,
+            };
+            // A failure is logged once by the write gate.
+            let _ = self.flush_queues_and_checkpoint(thorough);
+            if thorough {
+                last_whole_queue_flush = Instant::now();
+            }
+        }
+    }
+
+    pub(super) fn run_flusher(self: &Arc<Self>) {
         let mut last_whole_log_flush = Instant::now();
         // Where the log and dispatch were at the previous round: a whole flush waits until
         // they stop moving, so that it never starts writeback under a writer.
         let mut log_end_before = self.writer.commit_log.max_offset();
-        let mut dispatched_before = self.dispatched.load(Ordering::Acquire);
         let mut last_thorough = Instant::now();
         let mut last_clean = Instant::now();
         let mut last_disk_check = Instant::now();
@@ -183,25 +213,6 @@ impl Inner {
                     }
                 }
             }
-            if last_queue_flush.elapsed() >= self.config.consume_queue_flush_interval {
-                // The index and the checkpoint go with the whole flushes, every thorough
-                // interval (10 s by default; every round in synchronous mode's 1 s).
-                let dispatched = self.dispatched.load(Ordering::Acquire);
-                let dispatching = dispatched != dispatched_before;
-                dispatched_before = dispatched;
-                let thorough = match self.config.flush {
-                    FlushMode::Async { thorough_interval, .. } => {
-                        !dispatching || last_whole_queue_flush.elapsed() >= thorough_interval.saturating_mul(6)
-                    }
-                    FlushMode::Sync { .. } => true,
-                };
-                // A failure is logged once by the write gate.
-                let _ = self.flush_queues_and_checkpoint(thorough);
-                last_queue_flush = Instant::now();
-                if thorough {
-                    last_whole_queue_flush = last_queue_flush;
-                }
-            }
             if last_disk_check.elapsed() >= self.config.disk.check_interval {
                 if let Err(e) = self.check_disk_space(SystemTime::now()) {
                     tracing::error!(error = %e, "disk-space policy failed");
@@ -220,4 +231,42 @@ impl Inner {
             }
         }
     }
+}
+
+/// Dirty queues one thread flushes before another helps. Each queue's flush waits for the write
+/// of its own page (and, for a new file, of its directories), so one thread spent 15 s on the
+/// 100,000 queues of a broker after one message to each; the disk takes many writes at once.
+const QUEUES_PER_FLUSH_THREAD: usize = 256;
+const MAX_FLUSH_THREADS: usize = 8;
+
+/// Flushes `queues`, on up to [`MAX_FLUSH_THREADS`] threads when there are many. The first
+/// error wins; every queue is still tried.
+fn flush_queues(queues: &[Arc<ConsumeQueue>], whole: bool) -> Result<()> {
+    let threads = queues.len().div_ceil(QUEUES_PER_FLUSH_THREAD).clamp(1, MAX_FLUSH_THREADS);
+    let flush_all = |part: &[Arc<ConsumeQueue>]| {
+        let mut first = Ok(());
+        for q in part {
+            if let Err(e) = q.flush(whole)
+                && first.is_ok()
+            {
+                first = Err(e);
+            }
+        }
+        first
+    };
+    if threads == 1 {
+        return flush_all(queues);
+    }
+    std::thread::scope(|s| {
+        let handles: Vec<_> =
+            queues.chunks(queues.len().div_ceil(threads)).map(|part| s.spawn(move || flush_all(part))).collect();
+        let mut first = Ok(());
+        for h in handles {
+            let r = h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    })
 }

@@ -156,6 +156,10 @@ impl Store {
         let _ = self.inner.workers.flusher.set(handle.thread().clone());
         threads.push(handle);
         let inner = Arc::clone(&self.inner);
+        let handle = spawn("silo-queue-flush", Box::new(move || inner.run_queue_flusher()))?;
+        let _ = self.inner.workers.queue_flusher.set(handle.thread().clone());
+        threads.push(handle);
+        let inner = Arc::clone(&self.inner);
         let handle = spawn("silo-allocate", Box::new(move || inner.run_allocator()))?;
         let _ = self.inner.workers.allocator.set(handle.thread().clone());
         threads.push(handle);
@@ -648,7 +652,7 @@ impl Store {
         // Let the dispatcher finish what is appended (bounded: it only has published records).
         self.inner.force_wake_dispatcher();
         self.inner.wake_flusher();
-        if let Some(t) = self.inner.workers.allocator.get() {
+        for t in [self.inner.workers.allocator.get(), self.inner.workers.queue_flusher.get()].into_iter().flatten() {
             t.unpark();
         }
         let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));

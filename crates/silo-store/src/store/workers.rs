@@ -13,6 +13,7 @@ pub(crate) struct Workers {
     /// Set while the dispatcher sleeps for long (idle store): only then do appenders wake it.
     pub(crate) dispatcher_sleeping: AtomicBool,
     pub(crate) flusher: OnceLock<Thread>,
+    pub(crate) queue_flusher: OnceLock<Thread>,
     pub(crate) allocator: OnceLock<Thread>,
     pub(crate) allocation_wanted: AtomicBool,
 }
