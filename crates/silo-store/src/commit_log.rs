@@ -78,7 +78,9 @@ impl CommitLog {
                 tracing::warn!(path = %path.display(), len, "last commit-log segment is short; extending it with zeros");
                 fs.extend(&path, segment_size as u64).map_err(StoreError::io("extend", &path))?;
             }
-            segments.push(Arc::new(MappedFile::open(fs, &path, start, segment_size)?));
+            let segment = MappedFile::open(fs, &path, start, segment_size)?;
+            segment.sequential();
+            segments.push(Arc::new(segment));
         }
         for pair in segments.windows(2) {
             if let [a, b] = pair
@@ -196,6 +198,7 @@ impl CommitLog {
     /// sync must not vanish with a directory entry that power loss forgot).
     fn create_segment(&self, start: u64) -> Result<MappedFile> {
         let segment = MappedFile::create(&self.fs, &self.dir.join(file_name(start)), start, self.segment_size)?;
+        segment.sequential();
         self.fs.sync_dir(&self.dir).map_err(StoreError::io("fsync", &self.dir))?;
         Ok(segment)
     }

@@ -366,6 +366,17 @@ impl MappedFile {
         self.region.sync(from, end - from).map_err(StoreError::io("zero", &self.path))
     }
 
+    /// Asks for aggressive readahead on this mapping (`MADV_SEQUENTIAL`): a commit-log segment
+    /// is read in order, by consumers catching up and by replication. Without it, a read fault
+    /// on a page not in memory reads one window around the page and waits for it; with it, the
+    /// kernel reads the next window ahead while the current one is being served, and treats
+    /// the pages as used once when it needs memory.
+    pub fn sequential(&self) {
+        if let Err(e) = self.region.advise_sequential() {
+            tracing::debug!(path = %self.path.display(), error = %e, "cannot advise sequential reads");
+        }
+    }
+
     /// Turns off readahead for this mapping. A write fault on a file page that is not cached
     /// yet otherwise reads (for a sparse file: zero-fills) a whole readahead window first; for
     /// a fresh consume-queue file that took ~2 ms on its first unit, which delayed a new

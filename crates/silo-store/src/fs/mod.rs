@@ -98,6 +98,10 @@ pub trait Region: Send + Sync + Debug {
     fn advise_random(&self) -> io::Result<()> {
         Ok(())
     }
+    /// Tells the kernel the mapping is read in order (a consumer catching up on a segment).
+    fn advise_sequential(&self) -> io::Result<()> {
+        Ok(())
+    }
     /// Faults in, writable, the pages of `[offset, offset + len)`, without changing bytes.
     fn populate_write(&self, _offset: usize, _len: usize) -> io::Result<()> {
         Ok(())

@@ -323,6 +323,10 @@ impl Region for RealRegion {
         self.map.flush_range(from, self.len - from)
     }
 
+    fn advise_sequential(&self) -> io::Result<()> {
+        self.map.advise(memmap2::Advice::Sequential)
+    }
+
     fn advise_random(&self) -> io::Result<()> {
         self.map.advise(memmap2::Advice::Random)
     }
