@@ -176,7 +176,7 @@ class Apache(Broker):
                 "--broker-conf-extra", str(extra)]
         with open(self.dir / "start.log", "ab") as out:
             r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3,
-                               preexec_fn=procs.pinned("broker"))
+                               preexec_fn=procs.placed("broker"))
         self.started = True
         if r.returncode != 0:
             raise RuntimeError(f"rocketmq-server.sh start failed; see {self.dir / 'start.log'}")
@@ -331,7 +331,7 @@ class ApachePair(Apache):
                 "--timeout", str(int(self.ctx.start_timeout)), "--broker-conf-extra", str(extra)]
         with open(self.slave_dir / "start.log", "ab") as out:
             r = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, timeout=self.ctx.start_timeout * 3,
-                               preexec_fn=procs.pinned("broker"))
+                               preexec_fn=procs.placed("broker"))
         self.slave_started = True
         if r.returncode != 0:
             raise RuntimeError(f"the Apache slave did not start; see {self.slave_dir / 'start.log'}")

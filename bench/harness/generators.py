@@ -77,7 +77,7 @@ class SiloBench(Generator):
             f.flush()
             start = time.monotonic()
             r = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, timeout=timeout,
-                               preexec_fn=procs.pinned("generator"))
+                               preexec_fn=procs.placed("generator"))
             end = time.monotonic()
         if r.returncode != 0 or not report.exists():
             raise RuntimeError(f"silo bench {argv[2]} failed (exit {r.returncode}); see {out_dir / 'generator.log'}")

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -60,15 +61,59 @@ def wait_port(port, deadline, proc=None):
 # generators; None when not pinned. Set once by bench/compare before anything starts.
 PINS = {"broker": None, "generator": None}
 
+# --broker-memory: the `cgroup.procs` file of the memory cgroup every broker process joins, or
+# None. Set once by bench/compare (memory_cgroup) before anything starts.
+BROKER_CGROUP = None
 
-def pinned(role):
+
+def placed(role):
     """A preexec_fn that binds the child to the CPU of `role` ("broker" or "generator"), as
-    `taskset -c CPU` would; the child's own children inherit it (a JVM sizes its thread pools
-    by it). None when --pin is off."""
+    `taskset -c CPU` would, and puts a broker into the memory cgroup of --broker-memory; the
+    child's own children inherit both (a JVM sizes its thread pools by the CPUs it may use).
+    None when neither is on."""
     cpu = PINS.get(role)
-    if cpu is None:
+    cgroup = BROKER_CGROUP if role == "broker" else None
+    if cpu is None and cgroup is None:
         return None
-    return lambda: os.sched_setaffinity(0, {cpu})
+
+    def place():
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+        if cgroup is not None:
+            with open(cgroup, "w") as f:
+                f.write(str(os.getpid()))
+    return place
+
+
+def memory_cgroup(limit_bytes):
+    """Creates a memory cgroup limited to limit_bytes (cgroup v2, else v1's memory controller)
+    and returns its `cgroup.procs` path. Page cache is charged to the cgroup of the process that
+    first touches a page, so a broker in it keeps at most limit_bytes of its own memory and its
+    store's pages in memory together: that is how a backlog is made larger than the page cache
+    without filling the machine's memory. Needs root; removed by remove_cgroup()."""
+    name = f"silo-bench-{os.getpid()}"
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+    if v2.exists():
+        d = Path("/sys/fs/cgroup") / name
+        d.mkdir()
+        (d / "memory.max").write_text(str(limit_bytes))
+        (d / "memory.swap.max").write_text("0")
+    else:
+        d = Path("/sys/fs/cgroup/memory") / name
+        d.mkdir()
+        (d / "memory.limit_in_bytes").write_text(str(limit_bytes))
+    return str(d / "cgroup.procs")
+
+
+def remove_cgroup(procs_path):
+    """Removes the cgroup of memory_cgroup() once its processes are gone (best effort)."""
+    d = Path(procs_path).parent
+    for _ in range(50):
+        try:
+            d.rmdir()
+            return
+        except OSError:
+            time.sleep(0.2)
 
 
 def spawn(argv, log_path, env=None, cwd=None, role="broker"):
@@ -76,7 +121,7 @@ def spawn(argv, log_path, env=None, cwd=None, role="broker"):
     out = open(log_path, "ab")
     try:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, cwd=cwd, start_new_session=True, preexec_fn=pinned(role))
+                                env=env, cwd=cwd, start_new_session=True, preexec_fn=placed(role))
     finally:
         out.close()
 
@@ -109,7 +154,7 @@ class LineReader:
         self.log = open(log_path, "a", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, env=env, cwd=cwd, start_new_session=True,
-                                     text=True, errors="replace", bufsize=1, preexec_fn=pinned(role))
+                                     text=True, errors="replace", bufsize=1, preexec_fn=placed(role))
         self.thread = threading.Thread(target=self._read, daemon=True)
         self.thread.start()
 
@@ -270,11 +315,13 @@ def _cmd(argv):
 
 def machine():
     mem = _first("/proc/meminfo", "MemTotal")
+    available = _first("/proc/meminfo", "MemAvailable")
     os_name = _first("/etc/os-release", "PRETTY_NAME=")
     return {
         "cpu_model": _first("/proc/cpuinfo", "model name"),
         "cores": os.cpu_count(),
         "memory_bytes": int(mem.split()[0]) * 1024 if mem else None,
+        "mem_available_bytes": int(available.split()[0]) * 1024 if available else None,
         "kernel": platform.release(),
         "os": os_name.strip('"') if os_name else None,
         "java": _cmd(["java", "-version"]),
