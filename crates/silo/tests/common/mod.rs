@@ -268,10 +268,8 @@ impl SiloServer {
         for addr in [namesrv, broker] {
             while TcpStream::connect(addr).is_err() {
                 if let Some(status) = server.child.try_wait().unwrap() {
-                    panic!(
-                        "silo serve exited ({status}) before listening; see {}",
-                        data.with_extension("log").display()
-                    );
+                    // The log goes with the test's temporary directory: show its end here.
+                    panic!("silo serve exited ({status}) before listening; its log ends:\n{}", server.log_tail());
                 }
                 assert!(std::time::Instant::now() < deadline, "silo serve did not start listening on {addr}");
                 std::thread::sleep(Duration::from_millis(20));
