@@ -1,6 +1,6 @@
 //! Store errors. I/O errors name the file; corruption errors name the file and the offset.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
@@ -71,6 +71,19 @@ impl StoreError {
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
         move |source| Self::Io { op, path, source }
+    }
+
+    /// The error of creating a `size`-byte file at `path`: [`StoreError::DiskFull`] when the
+    /// file system cannot hold it, else an I/O error.
+    pub(crate) fn create(path: &Path, size: usize) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.to_owned();
+        move |e| {
+            if e.kind() == std::io::ErrorKind::StorageFull {
+                Self::DiskFull(format!("no space for {} ({size} bytes)", path.display()))
+            } else {
+                Self::io("create", path)(e)
+            }
+        }
     }
 }
 

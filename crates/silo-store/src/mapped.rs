@@ -66,23 +66,7 @@ impl MappedFile {
     /// reserved: a full file system fails here, with [`StoreError::DiskFull`], not later with
     /// SIGBUS in the middle of an append.
     pub fn create(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize) -> Result<Self> {
-        if fs.exists(path) {
-            let len = fs.file_len(path).map_err(StoreError::io("stat", path))?;
-            if len != 0 && len != size as u64 {
-                return Err(StoreError::Layout {
-                    path: path.to_owned(),
-                    reason: format!("exists with {len} bytes, expected 0 or {size}"),
-                });
-            }
-        }
-        let region = fs.map_file(path, size, MapMode::Create).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::StorageFull {
-                StoreError::DiskFull(format!("no space for {} ({size} bytes)", path.display()))
-            } else {
-                StoreError::io("create", path)(e)
-            }
-        })?;
-        Ok(Self::new(fs, path, start, size, region, size))
+        Self::create_with(fs, path, start, size, MapMode::Create)
     }
 
     /// Creates (or reuses an empty leftover of) the file at full size without reserving its
@@ -91,6 +75,10 @@ impl MappedFile {
     /// bytes; a broker with 100,000 queues that reserved each whole would need 572 GiB of disk
     /// before its first message.
     pub fn create_sparse(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize) -> Result<Self> {
+        Self::create_with(fs, path, start, size, MapMode::CreateSparse)
+    }
+
+    fn create_with(fs: &Arc<dyn Fs>, path: &Path, start: u64, size: usize, mode: MapMode) -> Result<Self> {
         if fs.exists(path) {
             let len = fs.file_len(path).map_err(StoreError::io("stat", path))?;
             if len != 0 && len != size as u64 {
@@ -100,14 +88,9 @@ impl MappedFile {
                 });
             }
         }
-        let region = fs.map_file(path, size, MapMode::CreateSparse).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::StorageFull {
-                StoreError::DiskFull(format!("no space for {} ({size} bytes)", path.display()))
-            } else {
-                StoreError::io("create", path)(e)
-            }
-        })?;
-        Ok(Self::new(fs, path, start, size, region, 0))
+        let region = fs.map_file(path, size, mode).map_err(StoreError::create(path, size))?;
+        let reserved_to = if mode == MapMode::Create { size } else { 0 };
+        Ok(Self::new(fs, path, start, size, region, reserved_to))
     }
 
     /// Opens an existing file, which must have exactly `size` bytes.

@@ -29,13 +29,7 @@ impl Wheel {
         let len = slots.saturating_mul(SLOT_SIZE);
         let existing = if fs.exists(path) { fs.file_len(path).map_err(StoreError::io("stat", path))? } else { 0 };
         let region = if existing == 0 {
-            let region = fs.map_file(path, len, MapMode::Create).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::StorageFull {
-                    StoreError::DiskFull(format!("no space for {} ({len} bytes)", path.display()))
-                } else {
-                    StoreError::io("create", path)(e)
-                }
-            })?;
+            let region = fs.map_file(path, len, MapMode::Create).map_err(StoreError::create(path, len))?;
             if let Some(dir) = path.parent() {
                 fs.sync_dir(dir).map_err(StoreError::io("fsync", dir))?;
             }
